@@ -1,0 +1,138 @@
+#!/usr/bin/env node
+// Proves every public package works for someone who runs `npm install <package>`:
+// pack → publint + attw on the tarball → npm install the tarballs into an empty project →
+// `import` and `require` both load → the types resolve (`tsc --noEmit`) → the browser-safe packages bundle for a
+// browser and run without Node globals. Run after `pnpm build`.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { runInNewContext } from "node:vm";
+import { build } from "esbuild";
+
+const root = resolve(import.meta.dirname, "..");
+const bin = (name) => join(root, "node_modules", ".bin", name);
+const run = (cmd, args, cwd) =>
+  execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
+
+// Per package: a call that must work from each module system, and whether it must run in a browser.
+const smoke = {
+  "@sessions/core": {
+    expr: 'm.parseSessionKey("agent:main:discord:group:dev").kind === "group" && m.sessionTools.sessions_list.jsonSchema.type === "object"',
+    types:
+      'const kind: import("@sessions/core").SessionKind = m.sessionKindOf("agent:main:main");\nexport { kind };',
+    browser: true,
+  },
+};
+
+const packages = readdirSync(join(root, "packages"), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => join(root, "packages", d.name))
+  .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) }))
+  .filter(({ manifest }) => manifest.private !== true);
+
+const work = mkdtempSync(join(tmpdir(), "sessions-pack-"));
+const failures = [];
+const step = (label, fn) => {
+  try {
+    fn();
+    console.log(`  ok   ${label}`);
+  } catch (error) {
+    const out = [error.stdout, error.stderr, error.message].filter(Boolean).join("\n");
+    console.log(`  FAIL ${label}\n${out.replace(/^/gm, "       ")}`);
+    failures.push(label);
+  }
+};
+
+try {
+  const tarballs = [];
+  for (const { dir, manifest } of packages) {
+    console.log(`${manifest.name}`);
+    const packed = run("pnpm", ["pack", "--pack-destination", work], dir).trim().split("\n").pop();
+    const tarball = resolve(dir, packed);
+    tarballs.push({ name: manifest.name, tarball });
+    step("publint (tarball)", () => run(bin("publint"), ["run", tarball, "--strict"], root));
+    step("attw (tarball)", () =>
+      run(bin("attw"), [tarball, "--profile", "node16", "--format", "table-flipped"], root),
+    );
+  }
+
+  const consumer = join(work, "consumer");
+  mkdirSync(consumer);
+  writeFileSync(
+    join(consumer, "package.json"),
+    JSON.stringify({ name: "consumer", private: true, type: "module" }),
+  );
+  console.log("npm install of the tarballs into an empty project");
+  step("npm install", () =>
+    run(
+      "npm",
+      ["install", "--no-audit", "--no-fund", "--ignore-scripts", ...tarballs.map((t) => t.tarball)],
+      consumer,
+    ),
+  );
+
+  for (const { name } of tarballs) {
+    const check = smoke[name] ?? { expr: "Object.keys(m).length > 0", types: "export type T = typeof m;" };
+    console.log(`${name} as a dependency`);
+    writeFileSync(
+      join(consumer, "esm.mjs"),
+      `import * as m from "${name}";\nif (!(${check.expr})) process.exit(1);\n`,
+    );
+    writeFileSync(
+      join(consumer, "cjs.cjs"),
+      `const m = require("${name}");\nif (!(${check.expr})) process.exit(1);\n`,
+    );
+    step("import", () => run(process.execPath, ["esm.mjs"], consumer));
+    step("require", () => run(process.execPath, ["cjs.cjs"], consumer));
+
+    writeFileSync(join(consumer, "consumer.ts"), `import * as m from "${name}";\n${check.types}\n`);
+    writeFileSync(join(consumer, "consumer.cts"), `import m = require("${name}");\n${check.types}\n`);
+    writeFileSync(
+      join(consumer, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          strict: true,
+          noEmit: true,
+          types: [],
+          skipLibCheck: false,
+        },
+        files: ["consumer.ts", "consumer.cts"],
+      }),
+    );
+    step("types resolve (tsc --noEmit, nodenext, ESM + CJS)", () =>
+      run(bin("tsc"), ["-p", "tsconfig.json"], consumer),
+    );
+
+    if (check.browser) {
+      writeFileSync(
+        join(consumer, "browser.mjs"),
+        `import * as m from "${name}";\nglobalThis.__ok = ${check.expr};\n`,
+      );
+      const bundled = await build({
+        entryPoints: [join(consumer, "browser.mjs")],
+        bundle: true,
+        platform: "browser",
+        format: "iife",
+        write: false,
+        logLevel: "silent",
+      }).catch((error) => ({ error }));
+      step("bundles for a browser and runs in a bare JS context (no Node globals)", () => {
+        if (bundled.error) throw bundled.error;
+        const sandbox = {};
+        runInNewContext(bundled.outputFiles[0].text, sandbox);
+        if (sandbox.__ok !== true) throw new Error("smoke expression was false in the browser bundle");
+      });
+    }
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+if (failures.length > 0) {
+  console.error(`\n${failures.length} package check(s) failed: ${failures.join(", ")}`);
+  process.exit(1);
+}
+console.log("\nall package checks passed");
