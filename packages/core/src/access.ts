@@ -1,0 +1,211 @@
+import { compileGlob, type GlobMatcher } from "./glob.js";
+import { isReservedKey, normalizeAgentId, parseSessionKey } from "./keys.js";
+
+export const VISIBILITIES = ["self", "tree", "agent", "all"] as const;
+/** How far a session's tools can see (SPEC 7). */
+export type Visibility = (typeof VISIBILITIES)[number];
+export type SandboxVisibility = "spawned" | "all";
+
+const RANK: Readonly<Record<Visibility, number>> = { self: 0, tree: 1, agent: 2, all: 3 };
+
+function isVisibility(value: unknown): value is Visibility {
+  return typeof value === "string" && Object.hasOwn(RANK, value);
+}
+
+/** Narrower of two visibilities. */
+export function minVisibility(a: Visibility, b: Visibility): Visibility {
+  return RANK[a] <= RANK[b] ? a : b;
+}
+
+/**
+ * The effective visibility: the configured value (default `tree`), clamped to at most `tree` for sandboxed
+ * sessions under `sessionToolsVisibility: "spawned"` (the default). The clamp never widens (`self` stays `self`).
+ */
+export function resolveVisibility(
+  options: { visibility?: unknown; sandboxed?: boolean; sandboxVisibility?: unknown } = {},
+): Visibility {
+  const configured = isVisibility(options?.visibility) ? options.visibility : "tree";
+  if (options?.sandboxed !== true) return configured;
+  const sandbox = options.sandboxVisibility === "all" ? "all" : "spawned";
+  return sandbox === "all" ? configured : minVisibility(configured, "tree");
+}
+
+export interface AgentToAgentConfig {
+  enabled?: boolean;
+  allow?: readonly string[];
+}
+
+export interface AgentToAgentPolicy {
+  readonly enabled: boolean;
+  /** Same agent is always allowed; cross-agent needs `enabled` and both ids matching `allow` (empty = any). */
+  isAllowed(requesterAgentId: string, targetAgentId: string): boolean;
+}
+
+/** Builds the agent-to-agent gate from `tools.agentToAgent` (default: disabled). */
+export function createAgentToAgentPolicy(config?: AgentToAgentConfig | null): AgentToAgentPolicy {
+  const enabled = config?.enabled === true;
+  const patterns: GlobMatcher[] = Array.isArray(config?.allow)
+    ? config.allow.filter((p): p is string => typeof p === "string" && p.trim() !== "").map(compileGlob)
+    : [];
+  const matches = (agentId: string): boolean =>
+    patterns.length === 0 || patterns.some((p) => p.test(agentId));
+  return {
+    enabled,
+    isAllowed(requesterAgentId: string, targetAgentId: string): boolean {
+      const requester = normalizeAgentId(requesterAgentId);
+      const target = normalizeAgentId(targetAgentId);
+      if (requester === target) return true;
+      return enabled && matches(requester) && matches(target);
+    },
+  };
+}
+
+export type SessionAction = "list" | "history" | "send" | "spawn";
+
+export type AccessDenialCode =
+  | "invalid_key"
+  | "reserved_key"
+  | "send_to_self"
+  | "visibility_self"
+  | "visibility_tree"
+  | "visibility_agent"
+  | "agent_to_agent_disabled"
+  | "agent_to_agent_denied"
+  | "spawn_depth_exceeded"
+  | "spawn_agent_not_allowed";
+
+export type AccessDecision = { allowed: true } | { allowed: false; code: AccessDenialCode; message: string };
+
+export interface CheckSessionAccessInput {
+  action: SessionAction;
+  requesterKey: string;
+  /** The session acted on; for `spawn`, the child's key (or any key of the target agent). */
+  targetKey: string;
+  visibility?: Visibility | undefined;
+  agentToAgent?: AgentToAgentPolicy | AgentToAgentConfig | undefined;
+  /** The target entry's `spawnedBy` (for `tree`). */
+  spawnedBy?: string | undefined;
+  /** `spawn`: the requester's sub-agent depth (0 for ordinary sessions). */
+  requesterDepth?: number | undefined;
+  /** `spawn`: `agents.defaults.subagents.maxSpawnDepth` (default 1: sub-agents cannot spawn). */
+  maxSpawnDepth?: number | undefined;
+  /** `spawn`: `agents.list[<requester>].subagents.allowAgents`. */
+  allowAgents?: readonly string[] | undefined;
+}
+
+const ALLOWED: AccessDecision = Object.freeze({ allowed: true });
+const policyCache = new WeakMap<object, AgentToAgentPolicy>();
+
+function toPolicy(value: CheckSessionAccessInput["agentToAgent"]): AgentToAgentPolicy {
+  if (value === undefined || value === null || typeof value !== "object") return createAgentToAgentPolicy();
+  if (typeof (value as AgentToAgentPolicy).isAllowed === "function") return value as AgentToAgentPolicy;
+  let policy = policyCache.get(value);
+  if (policy === undefined) {
+    policy = createAgentToAgentPolicy(value as AgentToAgentConfig);
+    policyCache.set(value, policy);
+  }
+  return policy;
+}
+
+function deny(code: AccessDenialCode, message: string): AccessDecision {
+  return { allowed: false, code, message };
+}
+
+function checkSpawn(
+  input: CheckSessionAccessInput,
+  requesterAgent: string,
+  targetAgent: string,
+): AccessDecision {
+  const maxDepth =
+    typeof input.maxSpawnDepth === "number" && Number.isFinite(input.maxSpawnDepth)
+      ? Math.max(0, Math.floor(input.maxSpawnDepth))
+      : 1;
+  const depth =
+    typeof input.requesterDepth === "number" && Number.isFinite(input.requesterDepth)
+      ? Math.max(0, Math.floor(input.requesterDepth))
+      : parseSessionKey(input.requesterKey)?.subagent === true
+        ? 1
+        : 0;
+  if (depth >= maxDepth) {
+    return deny(
+      "spawn_depth_exceeded",
+      `sessions_spawn is not allowed from a sub-agent at depth ${depth} (agents.defaults.subagents.maxSpawnDepth is ${maxDepth}; raise it to allow nested spawning)`,
+    );
+  }
+  if (targetAgent === requesterAgent) return ALLOWED;
+  const allow = Array.isArray(input.allowAgents)
+    ? input.allowAgents.filter((a): a is string => typeof a === "string")
+    : [];
+  if (allow.some((a) => a.trim() === "*") || allow.some((a) => normalizeAgentId(a) === targetAgent))
+    return ALLOWED;
+  const allowed = [requesterAgent, ...allow.map((a) => normalizeAgentId(a))].filter(
+    (id, i, all) => all.indexOf(id) === i,
+  );
+  return deny(
+    "spawn_agent_not_allowed",
+    `Agent "${requesterAgent}" may not spawn under agent "${targetAgent}"; allowed: ${allowed.join(", ")} (add it to agents.list[${requesterAgent}].subagents.allowAgents, or "*")`,
+  );
+}
+
+/**
+ * The one access decision behind list, history, send and spawn (SPEC 7). Denials carry a stable `code` and a
+ * message naming the setting that would allow the access. Never throws.
+ */
+export function checkSessionAccess(input: CheckSessionAccessInput): AccessDecision {
+  const requester = parseSessionKey(input?.requesterKey);
+  const target = parseSessionKey(input?.targetKey);
+  if (requester === null)
+    return deny("invalid_key", `Invalid requester session key: ${String(input?.requesterKey)}`);
+  if (target === null) return deny("invalid_key", `Invalid session key: ${String(input?.targetKey)}`);
+  if (isReservedKey(target.key)) return deny("reserved_key", `Session key "${target.key}" is reserved`);
+
+  const requesterAgent = requester.agentId ?? "main";
+  const targetAgent = target.agentId ?? "main";
+  if (input.action === "spawn") return checkSpawn(input, requesterAgent, targetAgent);
+
+  if (target.key === requester.key) {
+    return input.action === "send"
+      ? deny(
+          "send_to_self",
+          "sessions_send cannot target the requester's own session; reply directly instead",
+        )
+      : ALLOWED;
+  }
+
+  const visibility: Visibility = isVisibility(input.visibility) ? input.visibility : "tree";
+  if (visibility === "self") {
+    return deny(
+      "visibility_self",
+      `Session ${target.key} is not visible: tools.sessions.visibility is "self" (set it to "tree", "agent" or "all" to see other sessions)`,
+    );
+  }
+  if (visibility === "tree") {
+    const spawnedBy = input.spawnedBy === undefined ? null : parseSessionKey(input.spawnedBy)?.key;
+    if (spawnedBy === requester.key) return ALLOWED;
+    return deny(
+      "visibility_tree",
+      `Session ${target.key} is not visible: tools.sessions.visibility is "tree" (only this session and the sub-agents it spawned; set it to "agent" or "all" to widen)`,
+    );
+  }
+  if (targetAgent === requesterAgent) return ALLOWED;
+  if (visibility === "agent") {
+    return deny(
+      "visibility_agent",
+      `Session ${target.key} belongs to agent "${targetAgent}": tools.sessions.visibility is "agent" (set it to "all" and enable tools.agentToAgent for cross-agent access)`,
+    );
+  }
+  const policy = toPolicy(input.agentToAgent);
+  if (!policy.enabled) {
+    return deny(
+      "agent_to_agent_disabled",
+      `Cross-agent access from "${requesterAgent}" to "${targetAgent}" is disabled (set tools.agentToAgent.enabled to true)`,
+    );
+  }
+  if (!policy.isAllowed(requesterAgent, targetAgent)) {
+    return deny(
+      "agent_to_agent_denied",
+      `Cross-agent access from "${requesterAgent}" to "${targetAgent}" is not allowed (add both agent ids to tools.agentToAgent.allow)`,
+    );
+  }
+  return ALLOWED;
+}

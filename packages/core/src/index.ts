@@ -1,0 +1,15 @@
+export * from "./access.js";
+export * from "./agent-to-agent.js";
+export * from "./announce.js";
+export * from "./channels.js";
+export * from "./config.js";
+export * from "./delivery.js";
+export * from "./errors.js";
+export { compileGlob, type GlobMatcher } from "./glob.js";
+export * from "./keys.js";
+export type { Logger } from "./logger.js";
+export { silentLogger } from "./logger.js";
+export { formatIssuePath, toSessionsError } from "./schema-errors.js";
+export * from "./send-policy.js";
+export * from "./tool-names.js";
+export * from "./tools.js";

@@ -1,0 +1,179 @@
+import { normalizeChannelId } from "./channels.js";
+import type { DeliveryContext } from "./delivery.js";
+import { type ChatType, parseSessionKey } from "./keys.js";
+
+export type SendDecision = "allow" | "deny";
+
+export interface SendPolicyMatch {
+  channel?: string;
+  chatType?: string;
+  keyPrefix?: string;
+  rawKeyPrefix?: string;
+}
+
+export interface SendPolicyRule {
+  match?: SendPolicyMatch;
+  action: SendDecision;
+}
+
+export interface SendPolicyConfig {
+  rules?: readonly SendPolicyRule[];
+  default?: SendDecision;
+}
+
+/** The entry fields the send policy reads. */
+export interface SendPolicyEntry {
+  sendPolicy?: SendDecision | null | undefined;
+  channel?: string | undefined;
+  chatType?: string | undefined;
+  lastChannel?: string | undefined;
+  deliveryContext?: DeliveryContext | undefined;
+}
+
+export interface SendPolicyInput {
+  policy?: SendPolicyConfig | undefined;
+  entry?: SendPolicyEntry | undefined;
+  key: string;
+  channel?: string | undefined;
+  chatType?: string | undefined;
+}
+
+export interface SendPolicyExplanation {
+  decision: SendDecision;
+  source: "override" | "rule" | "default";
+  ruleIndex?: number;
+}
+
+interface CompiledRule {
+  index: number;
+  deny: boolean;
+  channel: string | undefined;
+  chatType: string | undefined;
+  keyPrefix: string | undefined;
+  rawKeyPrefix: string | undefined;
+}
+
+interface CompiledPolicy {
+  rules: CompiledRule[];
+  fallback: SendDecision;
+}
+
+function lowerOrUndefined(value: unknown): string | undefined {
+  if (typeof value !== "string") return undefined;
+  const t = value.trim().toLowerCase();
+  return t === "" ? undefined : t;
+}
+
+function normalizeChatType(value: unknown): string | undefined {
+  const t = lowerOrUndefined(value);
+  return t === "dm" ? "direct" : t;
+}
+
+const EMPTY_POLICY: CompiledPolicy = { rules: [], fallback: "allow" };
+const compiledCache = new WeakMap<object, CompiledPolicy>();
+
+function compile(policy: SendPolicyConfig | undefined): CompiledPolicy {
+  if (policy === null || typeof policy !== "object") return EMPTY_POLICY;
+  const cached = compiledCache.get(policy);
+  if (cached !== undefined) return cached;
+  const rules: CompiledRule[] = [];
+  const source = Array.isArray(policy.rules) ? policy.rules : [];
+  source.forEach((rule: SendPolicyRule | undefined, index: number) => {
+    if (rule === null || typeof rule !== "object") return;
+    if (rule.action !== "allow" && rule.action !== "deny") return;
+    const match = rule.match !== null && typeof rule.match === "object" ? rule.match : {};
+    rules.push({
+      index,
+      deny: rule.action === "deny",
+      channel: normalizeChannelId(match.channel),
+      chatType: normalizeChatType(match.chatType),
+      keyPrefix: lowerOrUndefined(match.keyPrefix),
+      rawKeyPrefix: lowerOrUndefined(match.rawKeyPrefix),
+    });
+  });
+  const compiled: CompiledPolicy = { rules, fallback: policy.default === "deny" ? "deny" : "allow" };
+  compiledCache.set(policy, compiled);
+  return compiled;
+}
+
+/** Which override, rule or default decides a send (SPEC 8.2). Never throws. */
+export function explainSendPolicy(input: SendPolicyInput): SendPolicyExplanation {
+  const entry = input?.entry;
+  const override = entry?.sendPolicy;
+  if (override === "allow" || override === "deny") return { decision: override, source: "override" };
+
+  const policy = compile(input?.policy);
+  if (policy.rules.length === 0) return { decision: policy.fallback, source: "default" };
+
+  const parsed = parseSessionKey(input.key);
+  const rawKey = parsed?.key ?? (typeof input.key === "string" ? input.key.trim().toLowerCase() : "");
+  const bareKey = parsed?.rest.toLowerCase() ?? rawKey;
+  const fullKey = rawKey.toLowerCase();
+  const channel =
+    normalizeChannelId(input.channel) ??
+    normalizeChannelId(entry?.channel) ??
+    normalizeChannelId(entry?.deliveryContext?.channel) ??
+    normalizeChannelId(entry?.lastChannel) ??
+    parsed?.channel;
+  const keyChatType: ChatType | undefined =
+    parsed === null || parsed.chatType === "unknown" ? undefined : parsed.chatType;
+  const chatType = normalizeChatType(input.chatType) ?? normalizeChatType(entry?.chatType) ?? keyChatType;
+
+  let allowAt = -1;
+  for (const rule of policy.rules) {
+    if (rule.channel !== undefined && rule.channel !== channel) continue;
+    if (rule.chatType !== undefined && rule.chatType !== chatType) continue;
+    if (
+      rule.keyPrefix !== undefined &&
+      !fullKey.startsWith(rule.keyPrefix) &&
+      !bareKey.startsWith(rule.keyPrefix)
+    )
+      continue;
+    if (rule.rawKeyPrefix !== undefined && !fullKey.startsWith(rule.rawKeyPrefix)) continue;
+    if (rule.deny) return { decision: "deny", source: "rule", ruleIndex: rule.index };
+    if (allowAt === -1) allowAt = rule.index;
+  }
+  if (allowAt !== -1) return { decision: "allow", source: "rule", ruleIndex: allowAt };
+  return { decision: policy.fallback, source: "default" };
+}
+
+/** `"allow"` or `"deny"` for a send to `key` (SPEC 8.2): override, then any deny, then any allow, then default. */
+export function resolveSendPolicy(input: SendPolicyInput): SendDecision {
+  return explainSendPolicy(input).decision;
+}
+
+/** A one-line reason for logs and `suppressed` receipts, naming the setting that decided. */
+export function describeSendPolicyDecision(explanation: SendPolicyExplanation): string {
+  if (explanation.source === "override") {
+    return `session sendPolicy override is "${explanation.decision}" (change it with sessions.patch or /send)`;
+  }
+  if (explanation.source === "rule") {
+    return `session.sendPolicy.rules[${explanation.ruleIndex}] says "${explanation.decision}"`;
+  }
+  return `session.sendPolicy.default is "${explanation.decision}"`;
+}
+
+export type SendCommand = { mode: SendDecision | "inherit" | null };
+
+const SEND_MODES: ReadonlyMap<string, SendDecision | "inherit"> = new Map([
+  ["on", "allow"],
+  ["allow", "allow"],
+  ["off", "deny"],
+  ["deny", "deny"],
+  ["inherit", "inherit"],
+  ["default", "inherit"],
+  ["reset", "inherit"],
+]);
+
+/**
+ * Parses the owner-only standalone message `/send on|off|inherit` (also `/send@bot on`).
+ * `null` → not a send command; `{ mode: null }` → a send command without a valid mode (show usage).
+ */
+export function parseSendCommand(text: unknown): SendCommand | null {
+  if (typeof text !== "string") return null;
+  const trimmed = text.trim();
+  const match = /^\/send(?:@[\w.-]+)?(?:\s+([\s\S]*))?$/i.exec(trimmed);
+  if (match === null) return null;
+  const arg = (match[1] ?? "").trim().toLowerCase();
+  return { mode: SEND_MODES.get(arg) ?? null };
+}

@@ -1,0 +1,420 @@
+import { z } from "zod";
+import { SessionsError } from "./errors.js";
+import { CHAT_TYPES, normalizeAgentId, SESSION_KINDS } from "./keys.js";
+import { toSessionsError } from "./schema-errors.js";
+import { SESSION_TOOL_NAMES, type SessionToolName } from "./tool-names.js";
+
+/** Largest `message` / `task` accepted, in UTF-8 bytes. */
+export const MAX_MESSAGE_BYTES = 64 * 1024;
+
+/** UTF-8 byte length without TextEncoder (core runs anywhere). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+function clamp(min: number, max: number) {
+  return (value: number): number => Math.min(max, Math.max(min, value));
+}
+
+const sessionKeyParam = z
+  .string()
+  .trim()
+  .min(1, "must be a session key or sessionId")
+  .max(1024)
+  .describe("Session key (e.g. `main`, `agent:main:discord:group:123`) or a sessionId from sessions_list.");
+
+const messageText = (what: string) =>
+  z
+    .string()
+    .min(1, `${what} must not be empty`)
+    .refine((s) => s.trim() !== "", `${what} must not be empty`)
+    .refine((s) => utf8Length(s) <= MAX_MESSAGE_BYTES, `${what} must be at most ${MAX_MESSAGE_BYTES} bytes`);
+
+// ---------------------------------------------------------------- shared result pieces
+
+export const ToolStatusSchema = z.enum(["ok", "accepted", "timeout", "error", "forbidden", "not_found"]);
+export type ToolStatus = z.infer<typeof ToolStatusSchema>;
+
+export const InterSessionProvenanceSchema = z.looseObject({
+  kind: z.literal("inter_session"),
+  sourceSessionKey: z.string(),
+  sourceChannel: z.string().optional(),
+  sourceTool: z.string().optional(),
+});
+export type InterSessionProvenance = z.infer<typeof InterSessionProvenanceSchema>;
+
+export const TranscriptRoleSchema = z.enum(["user", "assistant", "system", "toolResult", "tool"]);
+export type TranscriptRole = z.infer<typeof TranscriptRoleSchema>;
+
+export const TranscriptMessageSchema = z.looseObject({
+  role: TranscriptRoleSchema,
+  content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+  ts: z.number(),
+  runId: z.string().optional(),
+  toolName: z.string().optional(),
+  toolCallId: z.string().optional(),
+  provenance: InterSessionProvenanceSchema.optional(),
+});
+export type TranscriptMessage = z.infer<typeof TranscriptMessageSchema>;
+
+export const DeliveryContextSchema = z.object({
+  channel: z.string().optional(),
+  to: z.string().optional(),
+  accountId: z.string().optional(),
+  threadId: z.string().optional(),
+});
+
+export const SessionRowSchema = z.object({
+  key: z.string(),
+  kind: z.enum(SESSION_KINDS),
+  channel: z.string(),
+  displayName: z.string().optional(),
+  label: z.string().optional(),
+  updatedAt: z.number(),
+  sessionId: z.string(),
+  model: z.string().optional(),
+  contextTokens: z.number().optional(),
+  totalTokens: z.number().optional(),
+  thinkingLevel: z.string().optional(),
+  verboseLevel: z.string().optional(),
+  systemSent: z.boolean().optional(),
+  abortedLastRun: z.boolean().optional(),
+  sendPolicy: z.enum(["allow", "deny"]).optional(),
+  lastChannel: z.string().optional(),
+  lastTo: z.string().optional(),
+  deliveryContext: DeliveryContextSchema.optional(),
+  transcriptPath: z.string().optional(),
+  messages: z.array(TranscriptMessageSchema).optional(),
+});
+export type SessionRow = z.infer<typeof SessionRowSchema>;
+
+/** The stored metadata of a session (SPEC 2). */
+export const SessionEntrySchema = z.object({
+  key: z.string(),
+  sessionId: z.string(),
+  agentId: z.string(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  channel: z.string().optional(),
+  chatType: z.enum(CHAT_TYPES).optional(),
+  displayName: z.string().optional(),
+  label: z.string().optional(),
+  deliveryContext: DeliveryContextSchema.optional(),
+  lastChannel: z.string().optional(),
+  lastTo: z.string().optional(),
+  lastAccountId: z.string().optional(),
+  lastThreadId: z.string().optional(),
+  model: z.string().optional(),
+  contextTokens: z.number().optional(),
+  inputTokens: z.number().optional(),
+  outputTokens: z.number().optional(),
+  totalTokens: z.number().optional(),
+  thinkingLevel: z.string().optional(),
+  verboseLevel: z.string().optional(),
+  systemSent: z.boolean().optional(),
+  abortedLastRun: z.boolean().optional(),
+  sendPolicy: z.enum(["allow", "deny"]).optional(),
+  spawnedBy: z.string().optional(),
+  spawnDepth: z.number().optional(),
+  archivedAt: z.number().optional(),
+});
+export type SessionEntry = z.infer<typeof SessionEntrySchema>;
+
+const errorFields = {
+  error: z.string().optional().describe("What went wrong, when status is not ok/accepted."),
+  code: z.string().optional().describe("A stable machine-readable reason for a denial or error."),
+};
+
+// ---------------------------------------------------------------- sessions_list
+
+export const SessionsListParams = z.strictObject({
+  kinds: z
+    .array(z.enum(SESSION_KINDS))
+    .optional()
+    .describe("Only sessions of these kinds: main, group, cron, hook, node, other."),
+  limit: z
+    .int()
+    .default(50)
+    .transform(clamp(1, 200))
+    .describe("Maximum rows (default 50, clamped to 1..200)."),
+  activeMinutes: z.int().min(1).optional().describe("Only sessions updated within the last N minutes."),
+  messageLimit: z
+    .int()
+    .default(0)
+    .transform(clamp(0, 20))
+    .describe("Attach the last N messages of each session, tool results removed (default 0, max 20)."),
+});
+
+export const SessionsListResult = z.object({
+  count: z.int(),
+  sessions: z.array(SessionRowSchema),
+});
+
+// ---------------------------------------------------------------- sessions_history
+
+export const SessionsHistoryParams = z.strictObject({
+  sessionKey: sessionKeyParam,
+  limit: z
+    .int()
+    .default(50)
+    .transform(clamp(1, 1000))
+    .describe("Newest N messages, returned oldest first (default 50, clamped to 1..1000)."),
+  includeTools: z.boolean().default(false).describe("Include tool result messages (default false)."),
+});
+
+export const SessionsHistoryResult = z.object({
+  status: ToolStatusSchema,
+  sessionKey: z.string(),
+  messages: z.array(TranscriptMessageSchema),
+  truncated: z.boolean().optional(),
+  droppedMessages: z.int().optional(),
+  ...errorFields,
+});
+
+// ---------------------------------------------------------------- sessions_send
+
+export const SessionsSendParams = z.strictObject({
+  sessionKey: sessionKeyParam,
+  message: messageText("message").describe("The message to deliver into the target session."),
+  timeoutSeconds: z
+    .int()
+    .min(0)
+    .default(30)
+    .describe("Seconds to wait for the reply (default 30). 0 = fire-and-forget: returns status accepted."),
+});
+
+export const DeliveryStatusSchema = z.enum(["pending", "delivered", "suppressed", "failed"]);
+
+export const SessionsSendResult = z.object({
+  status: ToolStatusSchema,
+  runId: z.string().optional(),
+  sessionKey: z.string().optional(),
+  reply: z.string().optional().describe("The final assistant text of this run."),
+  delivery: z
+    .object({
+      status: DeliveryStatusSchema,
+      id: z.string().optional(),
+      reason: z.string().optional(),
+    })
+    .optional()
+    .describe("The announce delivery, reported separately from the run outcome."),
+  ...errorFields,
+});
+
+// ---------------------------------------------------------------- sessions_spawn
+
+const SessionsSpawnObject = z.strictObject({
+  task: messageText("task").describe("What the sub-agent should do. It reports back when done."),
+  label: z.string().trim().min(1).max(200).optional().describe("A short label for logs and lists."),
+  agentId: z
+    .string()
+    .trim()
+    .min(1)
+    .transform((id) => normalizeAgentId(id))
+    .optional()
+    .describe("Spawn under another agent id (see agents_list for the allowed ids)."),
+  model: z
+    .string()
+    .trim()
+    .min(1)
+    .optional()
+    .describe("Model override for the sub-agent; unknown models are an error."),
+  thinking: z.string().trim().min(1).optional().describe("Thinking level override for the sub-agent run."),
+  runTimeoutSeconds: z
+    .int()
+    .min(0)
+    .optional()
+    .describe("Abort the sub-agent run after N seconds (default from config, else 0 = no limit)."),
+  thread: z.boolean().default(false).describe("Bind the sub-agent to a new chat thread (default false)."),
+  mode: z
+    .enum(["run", "session"])
+    .optional()
+    .describe(
+      '"run" (one task) or "session" (stays bound to its thread; requires thread=true). Default: run, or session when thread=true.',
+    ),
+  cleanup: z
+    .enum(["delete", "keep"])
+    .optional()
+    .describe(
+      '"delete" removes the sub-agent session after it announced; "keep" (default) archives it later.',
+    ),
+});
+
+export const SessionsSpawnParams = SessionsSpawnObject.superRefine((params, ctx) => {
+  if (params.mode === "session" && params.thread !== true) {
+    ctx.addIssue({ code: "custom", path: ["mode"], message: 'mode "session" requires thread=true' });
+  }
+}).transform((params) => {
+  const mode = params.mode ?? (params.thread ? "session" : "run");
+  return { ...params, mode, cleanup: mode === "session" ? "keep" : (params.cleanup ?? "keep") } as const;
+});
+
+export const SessionsSpawnResult = z.object({
+  status: ToolStatusSchema,
+  runId: z.string().optional(),
+  childSessionKey: z.string().optional(),
+  mode: z.enum(["run", "session"]).optional(),
+  ...errorFields,
+});
+
+// ---------------------------------------------------------------- agents_list
+
+export const AgentsListParams = z.strictObject({});
+
+export const AgentsListResult = z.object({
+  requester: z.string(),
+  allowAny: z.boolean(),
+  agents: z.array(z.object({ id: z.string(), name: z.string().optional(), configured: z.boolean() })),
+});
+
+// ---------------------------------------------------------------- registry
+
+export type SessionsListParamsInput = z.input<typeof SessionsListParams>;
+export type SessionsListParams = z.output<typeof SessionsListParams>;
+export type SessionsListResult = z.infer<typeof SessionsListResult>;
+export type SessionsHistoryParamsInput = z.input<typeof SessionsHistoryParams>;
+export type SessionsHistoryParams = z.output<typeof SessionsHistoryParams>;
+export type SessionsHistoryResult = z.infer<typeof SessionsHistoryResult>;
+export type SessionsSendParamsInput = z.input<typeof SessionsSendParams>;
+export type SessionsSendParams = z.output<typeof SessionsSendParams>;
+export type SessionsSendResult = z.infer<typeof SessionsSendResult>;
+export type SessionsSpawnParamsInput = z.input<typeof SessionsSpawnParams>;
+export type SessionsSpawnParams = z.output<typeof SessionsSpawnParams>;
+export type SessionsSpawnResult = z.infer<typeof SessionsSpawnResult>;
+export type AgentsListParams = z.output<typeof AgentsListParams>;
+export type AgentsListResult = z.infer<typeof AgentsListResult>;
+
+export interface SessionToolParamsMap {
+  sessions_list: SessionsListParams;
+  sessions_history: SessionsHistoryParams;
+  sessions_send: SessionsSendParams;
+  sessions_spawn: SessionsSpawnParams;
+  agents_list: AgentsListParams;
+}
+
+export interface SessionToolResultMap {
+  sessions_list: SessionsListResult;
+  sessions_history: SessionsHistoryResult;
+  sessions_send: SessionsSendResult;
+  sessions_spawn: SessionsSpawnResult;
+  agents_list: AgentsListResult;
+}
+
+/** A JSON Schema (draft 2020-12) object for a tool's parameters: `type: "object"`, no top-level anyOf/oneOf. */
+export type ToolJsonSchema = { type: "object"; properties: Record<string, unknown> } & Record<
+  string,
+  unknown
+>;
+
+export interface SessionToolContract<N extends SessionToolName = SessionToolName> {
+  name: N;
+  description: string;
+  parameters: z.ZodType<SessionToolParamsMap[N]>;
+  result: z.ZodType<SessionToolResultMap[N]>;
+  jsonSchema: ToolJsonSchema;
+}
+
+/** Drops the ±2^53 bounds zod adds to every integer: noise to a model, and some providers reject them. */
+function dropSafeIntegerBounds(node: unknown): void {
+  if (node === null || typeof node !== "object") return;
+  if (Array.isArray(node)) {
+    for (const item of node) dropSafeIntegerBounds(item);
+    return;
+  }
+  const record = node as Record<string, unknown>;
+  if (record.minimum === Number.MIN_SAFE_INTEGER) delete record.minimum;
+  if (record.maximum === Number.MAX_SAFE_INTEGER) delete record.maximum;
+  for (const value of Object.values(record)) dropSafeIntegerBounds(value);
+}
+
+function toolJsonSchema(schema: z.ZodType): ToolJsonSchema {
+  const json = z.toJSONSchema(schema, { target: "draft-2020-12", io: "input", unrepresentable: "any" });
+  dropSafeIntegerBounds(json);
+  return json as ToolJsonSchema;
+}
+
+function contract<N extends SessionToolName>(
+  name: N,
+  description: string,
+  parameters: z.ZodType<SessionToolParamsMap[N]>,
+  result: z.ZodType<SessionToolResultMap[N]>,
+): SessionToolContract<N> {
+  let jsonSchema: ToolJsonSchema | undefined;
+  return {
+    name,
+    description,
+    parameters,
+    result,
+    get jsonSchema(): ToolJsonSchema {
+      jsonSchema ??= toolJsonSchema(parameters);
+      return jsonSchema;
+    },
+  };
+}
+
+/** The five session tools: name, LLM-facing description, zod params and result, JSON Schema for any provider. */
+export const sessionTools: { readonly [N in SessionToolName]: SessionToolContract<N> } = {
+  sessions_list: contract(
+    "sessions_list",
+    "List the chat sessions you can see (newest first): key, kind, channel, label, last update. Filter by kinds or recent activity; optionally include the last few messages of each.",
+    SessionsListParams,
+    SessionsListResult,
+  ),
+  sessions_history: contract(
+    "sessions_history",
+    "Read the recent transcript of one session (by key or sessionId from sessions_list), oldest first. Tool results are left out unless includeTools is true.",
+    SessionsHistoryParams,
+    SessionsHistoryResult,
+  ),
+  sessions_send: contract(
+    "sessions_send",
+    "Send a message into another session and, unless timeoutSeconds is 0, wait for that session's reply. The message is marked as coming from your session, not from a user.",
+    SessionsSendParams,
+    SessionsSendResult,
+  ),
+  sessions_spawn: contract(
+    "sessions_spawn",
+    "Start a sub-agent on a task in its own new session. Returns at once (status accepted); the sub-agent reports its result back to this chat when it finishes.",
+    SessionsSpawnParams,
+    SessionsSpawnResult,
+  ),
+  agents_list: contract(
+    "agents_list",
+    "List the agent ids you may use as agentId in sessions_spawn (your own agent first).",
+    AgentsListParams,
+    AgentsListResult,
+  ),
+};
+
+/**
+ * Validates and defaults a tool's parameters.
+ * @throws SessionsError `invalid_params` naming the field (`field: "limit"`), or for an unknown tool name.
+ */
+export function parseToolParams<N extends SessionToolName>(name: N, input: unknown): SessionToolParamsMap[N] {
+  const tool = (sessionTools as Record<string, SessionToolContract | undefined>)[name];
+  if (tool === undefined) {
+    throw new SessionsError(
+      "invalid_params",
+      `Unknown tool: ${String(name)} (one of ${SESSION_TOOL_NAMES.join(", ")})`,
+      {
+        field: "name",
+      },
+    );
+  }
+  const result = tool.parameters.safeParse(input ?? {});
+  if (!result.success) throw toSessionsError(result.error, "invalid_params", `Invalid ${name} parameters`);
+  return result.data as SessionToolParamsMap[N];
+}
