@@ -113,14 +113,14 @@ describe("checkSessionAccess (SPEC 7)", () => {
     ["history", "all", ops, undefined, a2a, undefined],
     ["list", "all", "agent:ops:discord:group:x", undefined, createAgentToAgentPolicy(a2a), undefined],
     ["send", "tree", main, undefined, undefined, "send_to_self"],
-    ["send", "all", "main", undefined, undefined, "invalid_key"],
+    ["send", "all", "::", undefined, undefined, "invalid_key"],
     ["send", "all", "global", undefined, undefined, "reserved_key"],
     ["send", "agent", "agent::x", undefined, undefined, "invalid_key"],
     ["send", "all", group, undefined, undefined, undefined],
   ] as const)(
     "%s with %s → %j (spawnedBy %j)",
     (action, visibility, targetKey, spawnedBy, agentToAgent, expected) => {
-      const requesterKey = targetKey === "main" ? "::" : main;
+      const requesterKey = main;
       const decision = checkSessionAccess({
         action,
         requesterKey,
@@ -206,5 +206,89 @@ describe("checkSessionAccess (SPEC 7)", () => {
         checkSessionAccess({ action: "history", requesterKey, targetKey, visibility } as never);
       }),
     );
+  });
+});
+
+describe("review findings", () => {
+  it("denies cross-agent targets below visibility all, even for the requester's own children", () => {
+    const decision = checkSessionAccess({
+      action: "send",
+      requesterKey: "agent:main:main",
+      targetKey: "agent:ops:subagent:x",
+      visibility: "tree",
+      spawnedBy: "agent:main:main",
+    });
+    expect(decision).toMatchObject({ allowed: false, code: "visibility_tree" });
+    if (!decision.allowed) expect(decision.message).toContain("tools.agentToAgent");
+  });
+
+  it("scopes bare keys to the requester's agent", () => {
+    expect(
+      checkSessionAccess({
+        action: "send",
+        requesterKey: "main",
+        targetKey: "agent:main:main",
+        visibility: "all",
+      }),
+    ).toMatchObject({
+      code: "send_to_self",
+    });
+    expect(
+      checkSessionAccess({
+        action: "history",
+        requesterKey: "main",
+        targetKey: "agent:main:main",
+        visibility: "self",
+      }).allowed,
+    ).toBe(true);
+    expect(
+      checkSessionAccess({
+        action: "history",
+        requesterKey: "agent:ops:main",
+        targetKey: "subagent:c",
+        visibility: "tree",
+        spawnedBy: "agent:main:main",
+      }),
+    ).toMatchObject({ allowed: false, code: "visibility_tree" });
+    expect(
+      checkSessionAccess({
+        action: "history",
+        requesterKey: "agent:ops:main",
+        targetKey: "subagent:c",
+        visibility: "tree",
+        spawnedBy: "agent:ops:main",
+      }).allowed,
+    ).toBe(true);
+  });
+
+  it("reports unprintable keys without throwing", () => {
+    expect(
+      checkSessionAccess({ action: "list", requesterKey: Object.create(null), targetKey: "x" } as never),
+    ).toMatchObject({
+      allowed: false,
+      code: "invalid_key",
+    });
+  });
+
+  it("sees in-place changes to an agent-to-agent config", () => {
+    const agentToAgent: { enabled: boolean; allow: string[] } = { enabled: false, allow: [] };
+    const check = () =>
+      checkSessionAccess({
+        action: "history",
+        requesterKey: "agent:main:main",
+        targetKey: "agent:ops:main",
+        visibility: "all",
+        agentToAgent,
+      });
+    expect(check()).toMatchObject({ code: "agent_to_agent_disabled" });
+    agentToAgent.enabled = true;
+    expect(check().allowed).toBe(true);
+    agentToAgent.allow.push("main");
+    expect(check()).toMatchObject({ code: "agent_to_agent_denied" });
+  });
+
+  it("globs survive non-strings", () => {
+    expect(compileGlob(undefined as never).test("x")).toBe(false);
+    expect(compileGlob("a*").test(5 as never)).toBe(false);
   });
 });

@@ -1,5 +1,14 @@
+import { describeValue } from "./errors.js";
 import { compileGlob, type GlobMatcher } from "./glob.js";
-import { isReservedKey, normalizeAgentId, parseSessionKey } from "./keys.js";
+import {
+  agentIdOf,
+  isReservedKey,
+  isSubagentKey,
+  normalizeAgentId,
+  type ParsedSessionKey,
+  parseSessionKey,
+  toStoreKey,
+} from "./keys.js";
 
 export const VISIBILITIES = ["self", "tree", "agent", "all"] as const;
 /** How far a session's tools can see (SPEC 7). */
@@ -94,16 +103,32 @@ export interface CheckSessionAccessInput {
 }
 
 const ALLOWED: AccessDecision = Object.freeze({ allowed: true });
-const policyCache = new WeakMap<object, AgentToAgentPolicy>();
 
+interface CachedPolicy {
+  policy: AgentToAgentPolicy;
+  enabled: unknown;
+  allow: unknown;
+  allowLength: number;
+}
+const policyCache = new WeakMap<object, CachedPolicy>();
+
+// Configs are compiled once per object; the snapshot check recompiles when the object was changed in place.
 function toPolicy(value: CheckSessionAccessInput["agentToAgent"]): AgentToAgentPolicy {
   if (value === undefined || value === null || typeof value !== "object") return createAgentToAgentPolicy();
   if (typeof (value as AgentToAgentPolicy).isAllowed === "function") return value as AgentToAgentPolicy;
-  let policy = policyCache.get(value);
-  if (policy === undefined) {
-    policy = createAgentToAgentPolicy(value as AgentToAgentConfig);
-    policyCache.set(value, policy);
+  const config = value as AgentToAgentConfig;
+  const allowLength = Array.isArray(config.allow) ? config.allow.length : -1;
+  const cached = policyCache.get(config);
+  if (
+    cached !== undefined &&
+    cached.enabled === config.enabled &&
+    cached.allow === config.allow &&
+    cached.allowLength === allowLength
+  ) {
+    return cached.policy;
   }
+  const policy = createAgentToAgentPolicy(config);
+  policyCache.set(config, { policy, enabled: config.enabled, allow: config.allow, allowLength });
   return policy;
 }
 
@@ -111,8 +136,16 @@ function deny(code: AccessDenialCode, message: string): AccessDecision {
   return { allowed: false, code, message };
 }
 
+/** The store key of a parsed (possibly bare) key, scoped to `agentId`, and the agent it belongs to. */
+function scoped(parsed: ParsedSessionKey, agentId: string): { key: string; agentId: string } {
+  if (parsed.agentId !== undefined) return { key: parsed.key, agentId: parsed.agentId };
+  const key = toStoreKey({ agentId, key: parsed.key });
+  return { key, agentId: agentIdOf(key) };
+}
+
 function checkSpawn(
   input: CheckSessionAccessInput,
+  requesterKey: string,
   requesterAgent: string,
   targetAgent: string,
 ): AccessDecision {
@@ -123,7 +156,7 @@ function checkSpawn(
   const depth =
     typeof input.requesterDepth === "number" && Number.isFinite(input.requesterDepth)
       ? Math.max(0, Math.floor(input.requesterDepth))
-      : parseSessionKey(input.requesterKey)?.subagent === true
+      : isSubagentKey(requesterKey)
         ? 1
         : 0;
   if (depth >= maxDepth) {
@@ -147,23 +180,31 @@ function checkSpawn(
   );
 }
 
+const CROSS_AGENT_CODE: Readonly<Record<Exclude<Visibility, "all">, AccessDenialCode>> = {
+  self: "visibility_self",
+  tree: "visibility_tree",
+  agent: "visibility_agent",
+};
+
 /**
- * The one access decision behind list, history, send and spawn (SPEC 7). Denials carry a stable `code` and a
- * message naming the setting that would allow the access. Never throws.
+ * The one access decision behind list, history, send and spawn (SPEC 7). Bare keys are scoped to the requester's
+ * agent. Denials carry a stable `code` and a message naming the setting that would allow the access. Never throws.
  */
 export function checkSessionAccess(input: CheckSessionAccessInput): AccessDecision {
   const requester = parseSessionKey(input?.requesterKey);
-  const target = parseSessionKey(input?.targetKey);
-  if (requester === null)
-    return deny("invalid_key", `Invalid requester session key: ${String(input?.requesterKey)}`);
-  if (target === null) return deny("invalid_key", `Invalid session key: ${String(input?.targetKey)}`);
-  if (isReservedKey(target.key)) return deny("reserved_key", `Session key "${target.key}" is reserved`);
+  if (requester === null) {
+    return deny("invalid_key", `Invalid requester session key: ${describeValue(input?.requesterKey)}`);
+  }
+  const { key: requesterKey, agentId: requesterAgent } = scoped(requester, requester.agentId ?? "main");
+  const parsedTarget = parseSessionKey(input.targetKey);
+  if (parsedTarget === null)
+    return deny("invalid_key", `Invalid session key: ${describeValue(input.targetKey)}`);
+  if (isReservedKey(parsedTarget.key))
+    return deny("reserved_key", `Session key "${parsedTarget.key}" is reserved`);
+  const { key: targetKey, agentId: targetAgent } = scoped(parsedTarget, requesterAgent);
+  if (input.action === "spawn") return checkSpawn(input, requesterKey, requesterAgent, targetAgent);
 
-  const requesterAgent = requester.agentId ?? "main";
-  const targetAgent = target.agentId ?? "main";
-  if (input.action === "spawn") return checkSpawn(input, requesterAgent, targetAgent);
-
-  if (target.key === requester.key) {
+  if (targetKey === requesterKey) {
     return input.action === "send"
       ? deny(
           "send_to_self",
@@ -173,38 +214,40 @@ export function checkSessionAccess(input: CheckSessionAccessInput): AccessDecisi
   }
 
   const visibility: Visibility = isVisibility(input.visibility) ? input.visibility : "tree";
+  if (targetAgent !== requesterAgent) {
+    if (visibility !== "all") {
+      return deny(
+        CROSS_AGENT_CODE[visibility],
+        `Session ${targetKey} belongs to agent "${targetAgent}": cross-agent access needs tools.sessions.visibility "all" (it is "${visibility}") and tools.agentToAgent enabled`,
+      );
+    }
+    const policy = toPolicy(input.agentToAgent);
+    if (!policy.enabled) {
+      return deny(
+        "agent_to_agent_disabled",
+        `Cross-agent access from "${requesterAgent}" to "${targetAgent}" is disabled (set tools.agentToAgent.enabled to true)`,
+      );
+    }
+    if (!policy.isAllowed(requesterAgent, targetAgent)) {
+      return deny(
+        "agent_to_agent_denied",
+        `Cross-agent access from "${requesterAgent}" to "${targetAgent}" is not allowed (add both agent ids to tools.agentToAgent.allow)`,
+      );
+    }
+    return ALLOWED;
+  }
   if (visibility === "self") {
     return deny(
       "visibility_self",
-      `Session ${target.key} is not visible: tools.sessions.visibility is "self" (set it to "tree", "agent" or "all" to see other sessions)`,
+      `Session ${targetKey} is not visible: tools.sessions.visibility is "self" (set it to "tree", "agent" or "all" to see other sessions)`,
     );
   }
   if (visibility === "tree") {
-    const spawnedBy = input.spawnedBy === undefined ? null : parseSessionKey(input.spawnedBy)?.key;
-    if (spawnedBy === requester.key) return ALLOWED;
+    const parent = input.spawnedBy === undefined ? null : parseSessionKey(input.spawnedBy);
+    if (parent !== null && scoped(parent, requesterAgent).key === requesterKey) return ALLOWED;
     return deny(
       "visibility_tree",
-      `Session ${target.key} is not visible: tools.sessions.visibility is "tree" (only this session and the sub-agents it spawned; set it to "agent" or "all" to widen)`,
-    );
-  }
-  if (targetAgent === requesterAgent) return ALLOWED;
-  if (visibility === "agent") {
-    return deny(
-      "visibility_agent",
-      `Session ${target.key} belongs to agent "${targetAgent}": tools.sessions.visibility is "agent" (set it to "all" and enable tools.agentToAgent for cross-agent access)`,
-    );
-  }
-  const policy = toPolicy(input.agentToAgent);
-  if (!policy.enabled) {
-    return deny(
-      "agent_to_agent_disabled",
-      `Cross-agent access from "${requesterAgent}" to "${targetAgent}" is disabled (set tools.agentToAgent.enabled to true)`,
-    );
-  }
-  if (!policy.isAllowed(requesterAgent, targetAgent)) {
-    return deny(
-      "agent_to_agent_denied",
-      `Cross-agent access from "${requesterAgent}" to "${targetAgent}" is not allowed (add both agent ids to tools.agentToAgent.allow)`,
+      `Session ${targetKey} is not visible: tools.sessions.visibility is "tree" (only this session and the sub-agents it spawned; set it to "agent" or "all" to widen)`,
     );
   }
   return ALLOWED;

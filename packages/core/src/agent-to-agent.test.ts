@@ -85,7 +85,8 @@ describe("resolveAnnounceTarget (SPEC 5.4)", () => {
     ],
     ["agent:main:telegram:group:-100:topic:42", { channel: "telegram", to: "group:-100", threadId: "42" }],
     ["agent:main:whatsapp:group:1203@g.us", { channel: "whatsapp", to: "group:1203@g.us" }],
-    ["agent:main:signal:channel:AbC", { channel: "signal", to: "channel:AbC" }],
+    ["agent:main:signal:group:AbC", { channel: "signal", to: "group:AbC" }],
+    ["agent:main:signal:channel:AbC", { channel: "signal", to: "channel:abc" }],
     ["discord:group:dev", { channel: "discord", to: "channel:dev" }],
     ["agent:main:main", null],
     ["agent:main:direct:bob", null],
@@ -120,4 +121,8 @@ describe("resolveAnnounceTarget (SPEC 5.4)", () => {
       to: "channel:1",
     });
   });
+});
+
+it("treats a long run of silent tokens as a skip", () => {
+  expect(isReplySkip(Array.from({ length: 100 }, () => "REPLY_SKIP").join(" "))).toBe(true);
 });

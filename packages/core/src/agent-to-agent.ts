@@ -18,7 +18,7 @@ const QUOTES = /^["'`“”‘’«»]+|["'`“”‘’«»]+$/g;
  * `REPLY_SKIP`, `ANNOUNCE_SKIP`, `NO_REPLY` (any case). `"Ok. REPLY_SKIP"` is not a skip.
  */
 export function isSilentReply(text: unknown): boolean {
-  if (typeof text !== "string" || text.length > 1000) return false;
+  if (typeof text !== "string" || text.length > 100_000) return false;
   let t = text.trim();
   let previous = "";
   while (t !== previous) {

@@ -150,3 +150,37 @@ describe("formatSubagentAnnounce (SPEC 6)", () => {
     expect(formatSubagentAnnounce({} as never)).toContain("Status: unknown");
   });
 });
+
+describe("review findings", () => {
+  it("drops a model Status line before the result but keeps the text after it", () => {
+    const text = formatSubagentAnnounce({
+      outcome: { status: "ok" },
+      reply: "Status: done\nI wrote the report to out.md",
+    });
+    expect(text).toContain("Result:\nI wrote the report to out.md\n");
+    expect(text).not.toContain("done");
+  });
+
+  it("keeps Status:/Stats: lines that are part of the Result body", () => {
+    const text = formatSubagentAnnounce({
+      outcome: { status: "ok" },
+      reply: "Result:\nHTTP check\nStatus: 200 OK\nStats: 3 files",
+    });
+    expect(text).toContain("Result:\nHTTP check\nStatus: 200 OK\nStats: 3 files\n");
+  });
+
+  it("handles a huge whitespace line without catastrophic backtracking", () => {
+    const text = formatSubagentAnnounce({ outcome: { status: "ok" }, reply: `${" ".repeat(200_000)}x` });
+    expect(text).toContain("Result:\n");
+  });
+
+  it("maps unknown outcome statuses to unknown and survives missing input", () => {
+    expect(formatSubagentAnnounce({ outcome: { status: "toString" } } as never)).toContain("Status: unknown");
+    expect(formatSubagentAnnounce(undefined as never)).toContain(
+      "Status: unknown\n\nResult:\n(not available)",
+    );
+    expect(
+      formatSubagentAnnounce({ outcome: { status: "ok" }, stats: { sessionKey: Symbol("x") } } as never),
+    ).toContain("Stats:");
+  });
+});

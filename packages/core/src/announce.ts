@@ -67,28 +67,40 @@ export function formatUsd(amount: unknown): string {
 
 type SectionName = "status" | "result" | "notes" | "stats";
 
+/** Applied to a trimmed line of bounded length, so it cannot backtrack badly. */
 const HEADER_RE =
-  /^\s*(?:[-*+]\s+|\d+[.)]\s+|#{1,6}\s+)?(?:\*\*|__)?\s*(status|result|notes|stats)\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*)$/i;
+  /^(?:[-*+]\s+|\d+[.)]\s+|#{1,6}\s+)?(?:\*\*|__)?(status|result|notes|stats)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?(.*)$/i;
+const MAX_HEADER_LINE = 300;
 
 interface ParsedReply {
   preamble: string[];
-  sections: Partial<Record<SectionName, string[]>>;
+  result?: string[];
+  notes?: string[];
 }
 
+/**
+ * Splits a reply into its `Result:` and `Notes:` sections. `Status:`/`Stats:` lines outside the Result section are
+ * the model's own metadata and are dropped; inside it they are ordinary text (`Status: 200 OK`).
+ */
 function parseSections(reply: string): ParsedReply {
-  const parsed: ParsedReply = { preamble: [], sections: {} };
-  let current: string[] = parsed.preamble;
+  const parsed: ParsedReply = { preamble: [] };
+  let current: "preamble" | "result" | "notes" = "preamble";
+  let lines = parsed.preamble;
   for (const line of reply.split(/\r?\n/)) {
-    const header = HEADER_RE.exec(line);
-    if (header !== null) {
-      const name = (header[1] as string).toLowerCase() as SectionName;
-      current = parsed.sections[name] ?? [];
-      parsed.sections[name] = current;
-      const inline = (header[2] ?? "").replace(/(?:\*\*|__)\s*$/, "").trim();
-      if (inline !== "") current.push(inline);
+    const trimmed = line.trim();
+    const header = trimmed.length <= MAX_HEADER_LINE ? HEADER_RE.exec(trimmed) : null;
+    const name = (header?.[1]?.toLowerCase() ?? "") as SectionName | "";
+    const opens = name === "notes" || (name === "result" && parsed.result === undefined);
+    if (header === null || (!opens && current === "result")) {
+      lines.push(line);
       continue;
     }
-    current.push(line);
+    if (!opens) continue;
+    current = name as "result" | "notes";
+    lines = parsed[current] ?? [];
+    parsed[current] = lines;
+    const inline = (header[2] ?? "").replace(/(?:\*\*|__)\s*$/, "").trim();
+    if (inline !== "") lines.push(inline);
   }
   return parsed;
 }
@@ -103,21 +115,26 @@ function block(lines: readonly string[] | undefined): string {
 
 function statsLine(stats: SubagentAnnounceStats): string {
   const parts = [`runtime ${formatDuration(stats.runtimeMs)}`];
-  const total =
-    stats.totalTokens ??
-    (isCount(stats.inputTokens) || isCount(stats.outputTokens)
+  const total = isCount(stats.totalTokens)
+    ? stats.totalTokens
+    : isCount(stats.inputTokens) || isCount(stats.outputTokens)
       ? (isCount(stats.inputTokens) ? stats.inputTokens : 0) +
         (isCount(stats.outputTokens) ? stats.outputTokens : 0)
-      : undefined);
+      : undefined;
   let tokens = `tokens ${formatTokenCount(total)}`;
   if (isCount(stats.inputTokens) || isCount(stats.outputTokens)) {
     tokens += ` (in ${formatTokenCount(stats.inputTokens)} / out ${formatTokenCount(stats.outputTokens)})`;
   }
   parts.push(tokens);
   if (isCount(stats.costUsd)) parts.push(`est ${formatUsd(stats.costUsd)}`);
-  if (stats.sessionKey) parts.push(`sessionKey ${stats.sessionKey}`);
-  if (stats.sessionId) parts.push(`sessionId ${stats.sessionId}`);
-  if (stats.transcriptPath) parts.push(`transcript ${stats.transcriptPath}`);
+  const text = (value: unknown) =>
+    typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
+  const sessionKey = text(stats.sessionKey);
+  const sessionId = text(stats.sessionId);
+  const transcript = text(stats.transcriptPath);
+  if (sessionKey !== undefined) parts.push(`sessionKey ${sessionKey}`);
+  if (sessionId !== undefined) parts.push(`sessionId ${sessionId}`);
+  if (transcript !== undefined) parts.push(`transcript ${transcript}`);
   return `Stats: ${parts.join(" • ")}`;
 }
 
@@ -126,24 +143,28 @@ function statsLine(stats: SubagentAnnounceStats): string {
  * from the runtime outcome; section markup in the reply (`- **Result:**`) never leaks into the text.
  */
 export function formatSubagentAnnounce(input: FormatSubagentAnnounceInput): string {
-  const status = STATUS_WORD[input?.outcome?.status as RunOutcomeStatus] ?? "unknown";
+  const outcome = input?.outcome;
+  const status =
+    typeof outcome?.status === "string" && Object.hasOwn(STATUS_WORD, outcome.status)
+      ? STATUS_WORD[outcome.status]
+      : "unknown";
   const reply = typeof input?.reply === "string" ? input.reply : "";
   const parsed = parseSections(reply);
 
-  let result = block(parsed.sections.result ?? parsed.preamble);
-  if (result === "") result = typeof input.fallbackResult === "string" ? input.fallbackResult.trim() : "";
+  let result = block(parsed.result ?? parsed.preamble);
+  if (result === "") result = typeof input?.fallbackResult === "string" ? input.fallbackResult.trim() : "";
   if (result === "") result = "(not available)";
 
   const notes: string[] = [];
-  const noted = block(parsed.sections.notes);
+  const noted = block(parsed.notes);
   if (noted !== "" && !/^[-*]?\s*\(none\)$/i.test(noted)) notes.push(noted);
-  const failed = input.outcome?.status === "error" || input.outcome?.status === "timeout";
-  const error = typeof input.outcome?.error === "string" ? input.outcome.error.trim() : "";
+  const failed = outcome?.status === "error" || outcome?.status === "timeout";
+  const error = typeof outcome?.error === "string" ? outcome.error.trim() : "";
   if (failed && error !== "") notes.push(`- Error: ${error}`);
   if (notes.length === 0) notes.push("- (none)");
 
   const out = [`Status: ${status}`, "", "Result:", result, "", "Notes:", notes.join("\n")];
-  if (input.stats !== undefined && input.stats !== null && typeof input.stats === "object") {
+  if (input?.stats !== undefined && input.stats !== null && typeof input.stats === "object") {
     out.push("", statsLine(input.stats));
   }
   return out.join("\n");

@@ -166,12 +166,13 @@ export function parseSessionsConfig(input: unknown = {}): SessionsConfig {
 /** The configured agent with that id, if any. */
 export function findAgentConfig(config: SessionsConfig, agentId: string): AgentConfig | undefined {
   const id = normalizeAgentId(agentId);
-  return config.agents.list.find((agent) => agent.id === id);
+  return config?.agents?.list?.find((agent) => agent.id === id);
 }
 
 /** The default agent: the one marked `default`, else the first listed, else `main`. */
 export function defaultAgentId(config: SessionsConfig): string {
-  return (config.agents.list.find((a) => a.default === true) ?? config.agents.list[0])?.id ?? "main";
+  const list = config?.agents?.list ?? [];
+  return (list.find((a) => a.default === true) ?? list[0])?.id ?? "main";
 }
 
 /** Thread-binding settings for a channel and account: session defaults, then channel, then account overrides. */
@@ -180,9 +181,16 @@ export function resolveThreadBindings(
   channel?: string,
   accountId?: string,
 ): ThreadBindingsConfig {
-  const channelConfig = channel === undefined ? undefined : config.channels[channel.trim().toLowerCase()];
-  const accountConfig = accountId === undefined ? undefined : channelConfig?.accounts?.[accountId];
-  const merged: ThreadBindingsConfig = { ...config.session.threadBindings };
+  const channels = config?.channels ?? {};
+  const channelId = typeof channel === "string" ? channel.trim().toLowerCase() : undefined;
+  const channelConfig =
+    channelId !== undefined && Object.hasOwn(channels, channelId) ? channels[channelId] : undefined;
+  const accounts = channelConfig?.accounts ?? {};
+  const accountConfig =
+    typeof accountId === "string" && Object.hasOwn(accounts, accountId) ? accounts[accountId] : undefined;
+  const merged: ThreadBindingsConfig = {
+    ...(config?.session?.threadBindings ?? ThreadBindingsSchema.parse({})),
+  };
   for (const override of [channelConfig?.threadBindings, accountConfig?.threadBindings]) {
     if (override === undefined) continue;
     if (override.enabled !== undefined) merged.enabled = override.enabled;

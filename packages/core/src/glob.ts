@@ -37,9 +37,11 @@ function indexOfKmp(
 }
 
 export function compileGlob(pattern: string): GlobMatcher {
-  const lower = pattern.trim().toLowerCase();
+  const lower = typeof pattern === "string" ? pattern.trim().toLowerCase() : "";
   const parts = lower.split("*");
-  if (parts.length === 1) return { pattern: lower, test: (value) => value.toLowerCase() === lower };
+  if (parts.length === 1) {
+    return { pattern: lower, test: (value) => typeof value === "string" && value.toLowerCase() === lower };
+  }
   const head = parts[0] as string;
   const tail = parts[parts.length - 1] as string;
   const middle = parts.slice(1, -1).filter((p) => p !== "");
@@ -47,6 +49,7 @@ export function compileGlob(pattern: string): GlobMatcher {
   return {
     pattern: lower,
     test(value: string): boolean {
+      if (typeof value !== "string") return false;
       const v = value.toLowerCase();
       if (v.length < head.length + tail.length) return false;
       if (!v.startsWith(head) || !v.endsWith(tail)) return false;

@@ -176,7 +176,7 @@ describe("parseSessionKey", () => {
     fc.assert(
       fc.property(fc.string({ unit: "grapheme", maxLength: 300 }), (s) => {
         const parsed = parseSessionKey(s);
-        if (parsed !== null) expect(parsed.key).toBe(normalizeSessionKey(s));
+        if (parsed !== null) expect(parseSessionKey(parsed.key)).toEqual(parsed);
       }),
     );
   });
@@ -230,7 +230,7 @@ describe("chatTypeOf", () => {
     ["agent:main:dm:bob", "direct"],
     ["agent:main:discord:direct:bob", "direct"],
     ["group:abc", "group"],
-    ["channel:abc", "channel"],
+    ["channel:abc", "group"],
     ["agent:main:whatsapp:4915@g.us", "group"],
     ["agent:main:main", "direct"],
     ["cron:x", "unknown"],
@@ -484,11 +484,94 @@ describe("buildPeerSessionKey (SPEC 1.4)", () => {
         fc.constantFrom("direct", "group", "channel"),
         fc.oneof(fc.string(), fc.integer()),
         fc.constantFrom("main", "per-peer", "per-channel-peer", "per-account-channel-peer"),
-        (agentId, channel, peerKind, peerId, dmScope) => {
-          const key = buildPeerSessionKey({ agentId, channel, peerKind, peerId, dmScope });
+        fc.oneof(fc.string(), fc.constantFrom("group", "channel", "dm", "direct", "thread", "Work")),
+        (agentId, channel, peerKind, peerId, dmScope, accountId) => {
+          const key = buildPeerSessionKey({ agentId, channel, peerKind, peerId, dmScope, accountId });
           expect(normalizeSessionKey(key)).toBe(key);
+          const parsed = parseSessionKey(key);
+          if (peerKind === "direct" && dmScope !== "main") {
+            expect(parsed?.chatType).toBe("direct");
+            if (dmScope === "per-account-channel-peer") expect(parsed?.accountId).toBeDefined();
+          }
+          if (peerKind !== "direct") expect(parsed?.kind).toBe("group");
         },
       ),
     );
+  });
+});
+
+describe("review findings", () => {
+  it("trims '-' at both ends even when the id already matches the pattern", () => {
+    expect(normalizeAgentId("a-")).toBe("a");
+    expect(normalizeAgentId("ops--")).toBe("ops");
+  });
+
+  it("keeps case only for Signal group ids and Matrix room ids", () => {
+    expect(normalizeSessionKey("agent:main:signal:channel:AbC")).toBe("agent:main:signal:channel:abc");
+    expect(normalizeSessionKey("agent:main:matrix:group:!AbC:X.org")).toBe(
+      "agent:main:matrix:group:!AbC:X.org",
+    );
+  });
+
+  it("ranks an entry's group chatType above the direct-key rule", () => {
+    expect(sessionKindOf("agent:main:telegram:direct:42", { chatType: "group" })).toBe("group");
+    expect(sessionKindOf("agent:main:main", { chatType: "group" })).toBe("main");
+  });
+
+  it.each([["group"], ["channel"], ["dm"], ["direct"]])(
+    "keeps per-account DM keys unambiguous for account %j",
+    (accountId) => {
+      const key = buildPeerSessionKey({
+        channel: "slack",
+        peerKind: "direct",
+        peerId: "U1",
+        dmScope: "per-account-channel-peer",
+        accountId,
+      });
+      expect(parseSessionKey(key)).toMatchObject({
+        chatType: "direct",
+        kind: "other",
+        peerId: "u1",
+        channel: "slack",
+      });
+      expect(parseSessionKey(key)?.accountId).toMatch(new RegExp(`^${accountId}`));
+    },
+  );
+
+  it("does not collide per-account keys of different accounts", () => {
+    const a = buildPeerSessionKey({
+      channel: "slack",
+      peerKind: "direct",
+      peerId: "U1",
+      dmScope: "per-account-channel-peer",
+      accountId: "dm",
+    });
+    const b = buildPeerSessionKey({
+      channel: "slack",
+      peerKind: "direct",
+      peerId: "U1",
+      dmScope: "per-account-channel-peer",
+      accountId: "direct",
+    });
+    expect(a).not.toBe(b);
+  });
+
+  it("matches identity links written with a channel alias", () => {
+    const identityLinks = { alice: ["tg:123"] };
+    expect(
+      buildPeerSessionKey({
+        channel: "telegram",
+        peerKind: "direct",
+        peerId: "123",
+        dmScope: "per-peer",
+        identityLinks,
+      }),
+    ).toBe("agent:main:direct:alice");
+  });
+
+  it.each([[undefined], [null], ["x"], [42]])("key builders survive %j instead of throwing", (bad) => {
+    expect(toStoreKey(bad as never)).toBe("agent:main:main");
+    expect(buildPeerSessionKey(bad as never)).toBe("agent:main:main");
+    expect(channelOf(bad as never)).toBe("unknown");
   });
 });

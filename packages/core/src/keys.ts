@@ -47,7 +47,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 function normalizeId(id: unknown, fallback: string): string {
   if (typeof id !== "string") return fallback;
   const lower = id.trim().toLowerCase();
-  if (AGENT_ID_RE.test(lower)) return lower;
+  if (AGENT_ID_RE.test(lower) && !lower.endsWith("-")) return lower;
   const cleaned = lower
     .replace(/[^a-z0-9_-]+/g, "-")
     .replace(/^[-_]+/, "")
@@ -84,7 +84,10 @@ interface KeyAnalysis {
 
 const THREAD_MARKERS = new Set(["thread", "topic"]);
 const PEER_MARKERS = new Set(["group", "channel"]);
-const OPAQUE_CHANNELS = new Set(["signal", "matrix"]);
+/** Signal group ids and Matrix room ids are case-sensitive. */
+function isOpaquePeer(channel: string, marker: string): boolean {
+  return (channel === "signal" && marker === "group") || (channel === "matrix" && PEER_MARKERS.has(marker));
+}
 const SHAPE_WORDS = new Set(["cron", "hook", "node", "subagent"]);
 const DIRECT_WORDS = new Set(["direct", "dm"]);
 
@@ -115,7 +118,7 @@ function analyze(input: unknown): KeyAnalysis | null {
   const threadAt = lastThreadMarker(rest, 1);
 
   // Signal group ids and Matrix room ids are case-sensitive: keep them as typed (markers still fold).
-  if (rest.length >= 3 && OPAQUE_CHANNELS.has(rest[0] as string) && PEER_MARKERS.has(rest[1] as string)) {
+  if (rest.length >= 3 && isOpaquePeer(rest[0] as string, rest[1] as string)) {
     const end = threadAt > 2 ? threadAt : rest.length;
     for (let i = 2; i < end; i++) rest[i] = original[i] as string;
   }
@@ -152,6 +155,19 @@ interface Shape {
   subagent: boolean;
 }
 
+/** A per-peer direct chat; rule 3 of SPEC 1.3 makes it a group when its entry was recorded as one. */
+function directShape(
+  groupEntry: boolean,
+  channel: string | undefined,
+  accountId: string | undefined,
+  peerId: string,
+): Shape {
+  const shape: Shape = { kind: groupEntry ? "group" : "other", chatType: "direct", peerId, subagent: false };
+  if (channel !== undefined) shape.channel = channel;
+  if (accountId !== undefined) shape.accountId = accountId;
+  return shape;
+}
+
 function classify(a: KeyAnalysis, mainKey: string, entryChatType?: ChatType): Shape {
   const hasThread = a.threadAt !== -1;
   const base = hasThread ? a.rest.slice(0, a.threadAt) : a.rest;
@@ -159,7 +175,6 @@ function classify(a: KeyAnalysis, mainKey: string, entryChatType?: ChatType): Sh
   const len = base.length;
   const last = base[len - 1] as string;
   const chatFromEntry = entryChatType === "group" || entryChatType === "channel";
-
   if (len === 1) {
     if (!hasThread && (b0 === mainKey || b0 === DEFAULT_MAIN_KEY)) {
       return { kind: "main", chatType: "direct", subagent: false };
@@ -177,10 +192,10 @@ function classify(a: KeyAnalysis, mainKey: string, entryChatType?: ChatType): Sh
         subagent: true,
       };
     }
-    if (b0 === "direct")
-      return { kind: "other", chatType: "direct", peerId: base.slice(1).join(":"), subagent: false };
+    if (b0 === "direct") return directShape(chatFromEntry, undefined, undefined, base.slice(1).join(":"));
     if (PEER_MARKERS.has(b0)) {
-      return { kind: "group", chatType: b0 as ChatType, peerId: base.slice(1).join(":"), subagent: false };
+      // Legacy `group:<id>` and `channel:<id>` (no channel segment) both count as group chats.
+      return { kind: "group", chatType: "group", peerId: base.slice(1).join(":"), subagent: false };
     }
     const b1 = base[1] as string;
     if (len >= 3 && PEER_MARKERS.has(b1)) {
@@ -192,25 +207,9 @@ function classify(a: KeyAnalysis, mainKey: string, entryChatType?: ChatType): Sh
         subagent: false,
       };
     }
-    if (len >= 3 && b1 === "direct") {
-      return {
-        kind: "other",
-        chatType: "direct",
-        channel: b0,
-        peerId: base.slice(2).join(":"),
-        subagent: false,
-      };
-    }
-    if (len >= 4 && base[2] === "direct") {
-      return {
-        kind: "other",
-        chatType: "direct",
-        channel: b0,
-        accountId: b1,
-        peerId: base.slice(3).join(":"),
-        subagent: false,
-      };
-    }
+    if (len >= 3 && b1 === "direct")
+      return directShape(chatFromEntry, b0, undefined, base.slice(2).join(":"));
+    if (len >= 4 && base[2] === "direct") return directShape(chatFromEntry, b0, b1, base.slice(3).join(":"));
     if (last.endsWith("@g.us")) {
       return {
         kind: "group",
@@ -273,10 +272,10 @@ export function isReservedKey(key: unknown): boolean {
  * @throws SessionsError `invalid_key` (field `key`) for a key that cannot be parsed.
  */
 export function toStoreKey(options: { agentId?: string; key?: unknown; mainKey?: string }): string {
-  const agentId = normalizeAgentId(options.agentId);
-  const key = options.key;
+  const agentId = normalizeAgentId(options?.agentId);
+  const key = options?.key;
   if (key === undefined || key === null || (typeof key === "string" && key.trim() === "")) {
-    return `agent:${agentId}:${normalizeMainKey(options.mainKey)}`;
+    return `agent:${agentId}:${normalizeMainKey(options?.mainKey)}`;
   }
   const a = analyze(key);
   if (a === null) {
@@ -287,7 +286,7 @@ export function toStoreKey(options: { agentId?: string; key?: unknown; mainKey?:
   }
   if (a.agentId !== undefined) return a.key;
   if (a.rest.length === 1 && a.rest[0] === DEFAULT_MAIN_KEY) {
-    return `agent:${agentId}:${normalizeMainKey(options.mainKey)}`;
+    return `agent:${agentId}:${normalizeMainKey(options?.mainKey)}`;
   }
   if (a.rest.length === 1 && (a.rest[0] === "global" || a.rest[0] === "unknown")) return a.key;
   return `agent:${agentId}:${a.key}`;
@@ -306,6 +305,14 @@ export function toRequestKey(storeKey: unknown): string {
     (a.rest.length === 1 && (first === "global" || first === "unknown")) ||
     (a.rest.length >= 2 && first === "agent");
   return ambiguous ? a.key : a.rest.join(":");
+}
+
+const MARKER_WORDS = new Set(["group", "channel", "direct", "dm", "thread", "topic", "agent"]);
+
+/** An account id as a key segment: marker words get a `_` suffix so the key cannot be misread. */
+function accountSegment(accountId: unknown): string {
+  const id = normalizeAccountId(accountId);
+  return MARKER_WORDS.has(id) ? `${id}_` : id;
 }
 
 function sanitizePeerId(peerId: unknown): string {
@@ -331,6 +338,14 @@ export interface BuildPeerSessionKeyOptions {
   mainKey?: string;
 }
 
+/** `"TG:123"` → `"telegram:123"`: the channel part of a link goes through the alias map. */
+function canonicalLinkId(id: string): string {
+  const trimmed = id.trim().toLowerCase();
+  const colon = trimmed.indexOf(":");
+  if (colon <= 0) return trimmed;
+  return `${normalizeChannelId(trimmed.slice(0, colon)) ?? trimmed.slice(0, colon)}${trimmed.slice(colon)}`;
+}
+
 function linkedIdentity(
   links: Readonly<Record<string, readonly string[]>> | undefined,
   channel: string,
@@ -343,7 +358,7 @@ function linkedIdentity(
     if (!Array.isArray(ids)) continue;
     for (const id of ids) {
       if (typeof id !== "string") continue;
-      const candidate = id.trim().toLowerCase();
+      const candidate = canonicalLinkId(id);
       if (candidate === raw || candidate === scoped) {
         const canonical = sanitizePeerId(name).toLowerCase();
         return canonical === "unknown" ? undefined : canonical;
@@ -354,14 +369,18 @@ function linkedIdentity(
 }
 
 /** Derives the session key for an inbound message (SPEC 1.4). Never throws. */
-export function buildPeerSessionKey(options: BuildPeerSessionKeyOptions): string {
+export function buildPeerSessionKey(input: BuildPeerSessionKeyOptions): string {
+  const options: Partial<BuildPeerSessionKeyOptions> =
+    input !== null && typeof input === "object" ? input : {};
   const agentId = normalizeAgentId(options.agentId);
   const channel = normalizeChannelId(options.channel)?.replace(/:/g, "-") ?? "unknown";
   const peerId = sanitizePeerId(options.peerId);
   const prefix = `agent:${agentId}:`;
+  const peerKind =
+    options.peerKind === "group" || options.peerKind === "channel" ? options.peerKind : "direct";
   let key: string;
-  if (options.peerKind === "group" || options.peerKind === "channel") {
-    key = `${prefix}${channel}:${options.peerKind}:${peerId}`;
+  if (peerKind !== "direct") {
+    key = `${prefix}${channel}:${peerKind}:${peerId}`;
   } else {
     const scope = options.dmScope ?? "main";
     if (scope === "main" || !DM_SCOPES.includes(scope))
@@ -369,9 +388,9 @@ export function buildPeerSessionKey(options: BuildPeerSessionKeyOptions): string
     const peer = linkedIdentity(options.identityLinks, channel, peerId) ?? peerId;
     if (scope === "per-peer") key = `${prefix}direct:${peer}`;
     else if (scope === "per-channel-peer") key = `${prefix}${channel}:direct:${peer}`;
-    else key = `${prefix}${channel}:${normalizeAccountId(options.accountId)}:direct:${peer}`;
+    else key = `${prefix}${channel}:${accountSegment(options.accountId)}:direct:${peer}`;
   }
-  return normalizeSessionKey(key) ?? `${prefix}${channel}:${options.peerKind}:unknown`;
+  return normalizeSessionKey(key) ?? `${prefix}${channel}:${peerKind}:unknown`;
 }
 
 function randomUuid(): string {
@@ -422,14 +441,15 @@ export interface ChannelOfInput {
 
 /** The row's `channel` field (SPEC 1.3): internal → recorded → last delivery → key → `unknown`. */
 export function channelOf(input: ChannelOfInput, aliases?: Readonly<Record<string, string>>): string {
-  const a = analyze(input?.key);
-  const shape = a === null ? undefined : classify(a, DEFAULT_MAIN_KEY, input.chatType);
-  const kind = input?.kind ?? shape?.kind ?? "other";
+  const source: Partial<ChannelOfInput> = input !== null && typeof input === "object" ? input : {};
+  const a = analyze(source.key);
+  const shape = a === null ? undefined : classify(a, DEFAULT_MAIN_KEY, source.chatType);
+  const kind = source.kind ?? shape?.kind ?? "other";
   if (kind === "cron" || kind === "hook" || kind === "node") return "internal";
   return (
-    normalizeChannelId(input.channel, aliases) ??
-    normalizeChannelId(input.deliveryContext?.channel, aliases) ??
-    normalizeChannelId(input.lastChannel, aliases) ??
+    normalizeChannelId(source.channel, aliases) ??
+    normalizeChannelId(source.deliveryContext?.channel, aliases) ??
+    normalizeChannelId(source.lastChannel, aliases) ??
     normalizeChannelId(shape?.channel, aliases) ??
     "unknown"
   );

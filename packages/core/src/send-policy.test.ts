@@ -215,3 +215,31 @@ describe("parseSendCommand", () => {
     );
   });
 });
+
+describe("review findings", () => {
+  it("sees rules pushed into, and defaults changed on, a policy object in place", () => {
+    const policy: { rules: SendPolicyRule[]; default?: "allow" | "deny" } = { rules: [] };
+    const key = "agent:main:discord:group:dev";
+    expect(resolveSendPolicy({ policy, key })).toBe("allow");
+    policy.rules.push({ match: { channel: "discord" }, action: "deny" });
+    expect(resolveSendPolicy({ policy, key })).toBe("deny");
+    policy.rules = [];
+    policy.default = "deny";
+    expect(resolveSendPolicy({ policy, key })).toBe("deny");
+  });
+
+  it("matches rawKeyPrefix and keyPrefix against the key as given and as normalised", () => {
+    const raw: SendPolicyConfig = { rules: [{ match: { rawKeyPrefix: "agent:main:dm:" }, action: "deny" }] };
+    expect(resolveSendPolicy({ policy: raw, key: "agent:main:dm:bob" })).toBe("deny");
+    expect(resolveSendPolicy({ policy: raw, key: "agent:main:direct:bob" })).toBe("allow");
+    const canonical: SendPolicyConfig = { rules: [{ match: { keyPrefix: "direct:" }, action: "deny" }] };
+    expect(resolveSendPolicy({ policy: canonical, key: "agent:main:dm:bob" })).toBe("deny");
+  });
+
+  it("a present but unusable match field matches nothing", () => {
+    for (const match of [{ channel: 5 }, { channel: "" }, { chatType: "  " }, { keyPrefix: null }]) {
+      const policy = { rules: [{ match, action: "deny" }] } as unknown as SendPolicyConfig;
+      expect(resolveSendPolicy({ policy, key: "agent:main:telegram:group:-1" })).toBe("allow");
+    }
+  });
+});

@@ -46,6 +46,8 @@ export interface SendPolicyExplanation {
 
 interface CompiledRule {
   index: number;
+  /** A present but unusable match field: the rule can never match. */
+  never: boolean;
   deny: boolean;
   channel: string | undefined;
   chatType: string | undefined;
@@ -56,6 +58,8 @@ interface CompiledRule {
 interface CompiledPolicy {
   rules: CompiledRule[];
   fallback: SendDecision;
+  /** What the policy object looked like when compiled; a mismatch means it was changed in place. */
+  source: { rules: unknown; length: number; fallback: unknown };
 }
 
 function lowerOrUndefined(value: unknown): string | undefined {
@@ -69,29 +73,60 @@ function normalizeChatType(value: unknown): string | undefined {
   return t === "dm" ? "direct" : t;
 }
 
-const EMPTY_POLICY: CompiledPolicy = { rules: [], fallback: "allow" };
+const EMPTY_POLICY: CompiledPolicy = {
+  rules: [],
+  fallback: "allow",
+  source: { rules: undefined, length: -1, fallback: undefined },
+};
 const compiledCache = new WeakMap<object, CompiledPolicy>();
+
+function compileMatchField(
+  value: unknown,
+  normalize: (v: unknown) => string | undefined,
+): string | null | undefined {
+  if (value === undefined) return undefined;
+  return normalize(value) ?? null;
+}
 
 function compile(policy: SendPolicyConfig | undefined): CompiledPolicy {
   if (policy === null || typeof policy !== "object") return EMPTY_POLICY;
-  const cached = compiledCache.get(policy);
-  if (cached !== undefined) return cached;
-  const rules: CompiledRule[] = [];
   const source = Array.isArray(policy.rules) ? policy.rules : [];
+  const cached = compiledCache.get(policy);
+  if (
+    cached !== undefined &&
+    cached.source.rules === policy.rules &&
+    cached.source.length === source.length &&
+    cached.source.fallback === policy.default
+  ) {
+    return cached;
+  }
+  const rules: CompiledRule[] = [];
   source.forEach((rule: SendPolicyRule | undefined, index: number) => {
     if (rule === null || typeof rule !== "object") return;
     if (rule.action !== "allow" && rule.action !== "deny") return;
-    const match = rule.match !== null && typeof rule.match === "object" ? rule.match : {};
+    const match: Record<string, unknown> =
+      rule.match !== null && typeof rule.match === "object" ? (rule.match as Record<string, unknown>) : {};
+    const fields = {
+      channel: compileMatchField(match.channel, (v) => normalizeChannelId(v)),
+      chatType: compileMatchField(match.chatType, normalizeChatType),
+      keyPrefix: compileMatchField(match.keyPrefix, lowerOrUndefined),
+      rawKeyPrefix: compileMatchField(match.rawKeyPrefix, lowerOrUndefined),
+    };
     rules.push({
       index,
       deny: rule.action === "deny",
-      channel: normalizeChannelId(match.channel),
-      chatType: normalizeChatType(match.chatType),
-      keyPrefix: lowerOrUndefined(match.keyPrefix),
-      rawKeyPrefix: lowerOrUndefined(match.rawKeyPrefix),
+      never: Object.values(fields).some((f) => f === null),
+      channel: fields.channel ?? undefined,
+      chatType: fields.chatType ?? undefined,
+      keyPrefix: fields.keyPrefix ?? undefined,
+      rawKeyPrefix: fields.rawKeyPrefix ?? undefined,
     });
   });
-  const compiled: CompiledPolicy = { rules, fallback: policy.default === "deny" ? "deny" : "allow" };
+  const compiled: CompiledPolicy = {
+    rules,
+    fallback: policy.default === "deny" ? "deny" : "allow",
+    source: { rules: policy.rules, length: source.length, fallback: policy.default },
+  };
   compiledCache.set(policy, compiled);
   return compiled;
 }
@@ -106,9 +141,11 @@ export function explainSendPolicy(input: SendPolicyInput): SendPolicyExplanation
   if (policy.rules.length === 0) return { decision: policy.fallback, source: "default" };
 
   const parsed = parseSessionKey(input.key);
-  const rawKey = parsed?.key ?? (typeof input.key === "string" ? input.key.trim().toLowerCase() : "");
-  const bareKey = parsed?.rest.toLowerCase() ?? rawKey;
-  const fullKey = rawKey.toLowerCase();
+  // Prefixes are tried on the key as given and as normalised (`dm` → `direct`), so either spelling matches.
+  const givenKey = typeof input.key === "string" ? input.key.trim().toLowerCase() : "";
+  const fullKey = parsed?.key.toLowerCase() ?? givenKey;
+  const bareKey = parsed?.rest.toLowerCase() ?? givenKey;
+  const givenBare = parsed?.agentId === undefined ? givenKey : givenKey.split(":").slice(2).join(":");
   const channel =
     normalizeChannelId(input.channel) ??
     normalizeChannelId(entry?.channel) ??
@@ -121,15 +158,20 @@ export function explainSendPolicy(input: SendPolicyInput): SendPolicyExplanation
 
   let allowAt = -1;
   for (const rule of policy.rules) {
+    if (rule.never) continue;
     if (rule.channel !== undefined && rule.channel !== channel) continue;
     if (rule.chatType !== undefined && rule.chatType !== chatType) continue;
+    const prefix = rule.keyPrefix;
     if (
-      rule.keyPrefix !== undefined &&
-      !fullKey.startsWith(rule.keyPrefix) &&
-      !bareKey.startsWith(rule.keyPrefix)
+      prefix !== undefined &&
+      !fullKey.startsWith(prefix) &&
+      !bareKey.startsWith(prefix) &&
+      !givenKey.startsWith(prefix) &&
+      !givenBare.startsWith(prefix)
     )
       continue;
-    if (rule.rawKeyPrefix !== undefined && !fullKey.startsWith(rule.rawKeyPrefix)) continue;
+    const raw = rule.rawKeyPrefix;
+    if (raw !== undefined && !fullKey.startsWith(raw) && !givenKey.startsWith(raw)) continue;
     if (rule.deny) return { decision: "deny", source: "rule", ruleIndex: rule.index };
     if (allowAt === -1) allowAt = rule.index;
   }

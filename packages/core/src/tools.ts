@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SessionsError } from "./errors.js";
+import { describeValue, SessionsError } from "./errors.js";
 import { CHAT_TYPES, normalizeAgentId, SESSION_KINDS } from "./keys.js";
 import { toSessionsError } from "./schema-errors.js";
 import { SESSION_TOOL_NAMES, type SessionToolName } from "./tool-names.js";
@@ -404,11 +404,13 @@ export const sessionTools: { readonly [N in SessionToolName]: SessionToolContrac
  * @throws SessionsError `invalid_params` naming the field (`field: "limit"`), or for an unknown tool name.
  */
 export function parseToolParams<N extends SessionToolName>(name: N, input: unknown): SessionToolParamsMap[N] {
-  const tool = (sessionTools as Record<string, SessionToolContract | undefined>)[name];
+  const tool = Object.hasOwn(sessionTools, name)
+    ? (sessionTools as Record<string, SessionToolContract>)[name]
+    : undefined;
   if (tool === undefined) {
     throw new SessionsError(
       "invalid_params",
-      `Unknown tool: ${String(name)} (one of ${SESSION_TOOL_NAMES.join(", ")})`,
+      `Unknown tool: ${describeValue(name)} (one of ${SESSION_TOOL_NAMES.join(", ")})`,
       {
         field: "name",
       },
