@@ -3,10 +3,10 @@ import { normalizeAccountId } from "./keys.js";
 
 /** Where replies for a conversation go. */
 export interface DeliveryContext {
-  channel?: string;
-  to?: string;
-  accountId?: string;
-  threadId?: string;
+  channel?: string | undefined;
+  to?: string | undefined;
+  accountId?: string | undefined;
+  threadId?: string | undefined;
 }
 
 export interface DeliveryContextInput {

@@ -432,11 +432,11 @@ export function chatTypeOf(key: unknown): ChatType {
 
 export interface ChannelOfInput {
   key: string;
-  kind?: SessionKind;
-  channel?: string;
-  lastChannel?: string;
-  deliveryContext?: { channel?: string } | undefined;
-  chatType?: ChatType;
+  kind?: SessionKind | undefined;
+  channel?: string | undefined;
+  lastChannel?: string | undefined;
+  deliveryContext?: { channel?: string | undefined } | undefined;
+  chatType?: ChatType | undefined;
 }
 
 /** The row's `channel` field (SPEC 1.3): internal → recorded → last delivery → key → `unknown`. */

@@ -5,20 +5,20 @@ import { type ChatType, parseSessionKey } from "./keys.js";
 export type SendDecision = "allow" | "deny";
 
 export interface SendPolicyMatch {
-  channel?: string;
-  chatType?: string;
-  keyPrefix?: string;
-  rawKeyPrefix?: string;
+  channel?: string | undefined;
+  chatType?: string | undefined;
+  keyPrefix?: string | undefined;
+  rawKeyPrefix?: string | undefined;
 }
 
 export interface SendPolicyRule {
-  match?: SendPolicyMatch;
+  match?: SendPolicyMatch | undefined;
   action: SendDecision;
 }
 
 export interface SendPolicyConfig {
-  rules?: readonly SendPolicyRule[];
-  default?: SendDecision;
+  rules?: readonly SendPolicyRule[] | undefined;
+  default?: SendDecision | undefined;
 }
 
 /** The entry fields the send policy reads. */
