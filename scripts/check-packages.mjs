@@ -23,6 +23,12 @@ const smoke = {
       'const kind: import("@sessions/core").SessionKind = m.sessionKindOf("agent:main:main");\nexport { kind };',
     browser: true,
   },
+  "@sessions/gateway": {
+    expr: 'typeof m.createGateway === "function" && typeof m.createMemoryStore().getEntry === "function"',
+    types:
+      'const store: import("@sessions/gateway").SessionStore = m.createMemoryStore();\nexport { store };',
+    browser: false,
+  },
 };
 
 const packages = readdirSync(join(root, "packages"), { withFileTypes: true })

@@ -1,0 +1,1 @@
+export { type AiSdkRunnerOptions, createAiSdkRunner } from "./runner/ai-sdk.js";

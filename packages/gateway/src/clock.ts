@@ -1,0 +1,63 @@
+/** Time as the gateway sees it. Inject a manual clock in tests to move time without waiting. */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const handle = setTimeout(fn, Math.max(0, ms));
+    handle.unref?.();
+    return handle;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+export interface ManualClock extends Clock {
+  /** Moves time forward, firing due timers in order and letting the work they start settle. */
+  advance(ms: number): Promise<void>;
+  /** Timers not yet fired. */
+  pending(): number;
+}
+
+/** A clock that only moves when told to. */
+export function createManualClock(start = 1_700_000_000_000): ManualClock {
+  let now = start;
+  let nextId = 1;
+  const timers = new Map<number, { at: number; fn: () => void }>();
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
+  };
+  return {
+    now: () => now,
+    setTimeout(fn, ms) {
+      const id = nextId++;
+      timers.set(id, { at: now + Math.max(0, ms), fn });
+      return id;
+    },
+    clearTimeout(handle) {
+      timers.delete(handle as number);
+    },
+    pending: () => timers.size,
+    async advance(ms) {
+      const target = now + ms;
+      await settle();
+      for (;;) {
+        let nextIdAt: [number, number] | undefined;
+        for (const [id, t] of timers)
+          if (t.at <= target && (!nextIdAt || t.at < nextIdAt[1])) nextIdAt = [id, t.at];
+        if (nextIdAt === undefined) break;
+        const [id, at] = nextIdAt;
+        const timer = timers.get(id);
+        timers.delete(id);
+        now = Math.max(now, at);
+        timer?.fn();
+        await settle();
+      }
+      now = target;
+      await settle();
+    },
+  };
+}

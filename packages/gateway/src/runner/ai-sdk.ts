@@ -1,0 +1,88 @@
+import type { TranscriptMessage } from "@sessions/core";
+import {
+  generateText,
+  jsonSchema,
+  type LanguageModel,
+  type ModelMessage,
+  stepCountIs,
+  type ToolSet,
+  tool,
+} from "ai";
+import { messageText } from "../transcript.js";
+import type { AgentRunner, AgentRunRequest, AgentRunResult } from "./types.js";
+
+export interface AiSdkRunnerOptions {
+  /** The model, or one per agent id / model override (e.g. from `@ai-sdk/openai`). */
+  model: LanguageModel | ((request: { agentId: string; model?: string }) => LanguageModel);
+  /** A system prompt per agent (prepended to the gateway's system context). */
+  system?: string | ((agentId: string) => string | undefined);
+  /** Model ids accepted for `sessions_spawn({ model })`. */
+  models?: readonly string[];
+  /** Upper bound on model/tool steps per run (default 8). */
+  maxSteps?: number;
+}
+
+function toModelMessages(messages: readonly TranscriptMessage[]): ModelMessage[] {
+  const out: ModelMessage[] = [];
+  for (const message of messages) {
+    const text = messageText(message);
+    if (text.trim() === "") continue;
+    if (message.role === "assistant") out.push({ role: "assistant", content: text });
+    else if (message.role === "user") {
+      const from = message.provenance?.sourceSessionKey;
+      // Inter-session input is marked before the model sees it, so it is never mistaken for the end user.
+      out.push({
+        role: "user",
+        content: from ? `[message from session ${from}, not from the user]\n${text}` : text,
+      });
+    }
+  }
+  return out;
+}
+
+/** An `AgentRunner` on the Vercel AI SDK: any provider model, the gateway's tools, streamed usage. */
+export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
+  return {
+    ...(options.models === undefined ? {} : { models: options.models }),
+    async run(request: AgentRunRequest): Promise<AgentRunResult> {
+      const model =
+        typeof options.model === "function"
+          ? options.model({
+              agentId: request.agentId,
+              ...(request.model === undefined ? {} : { model: request.model }),
+            })
+          : options.model;
+      const tools: ToolSet = {};
+      for (const t of request.tools) {
+        tools[t.name] = tool({
+          description: t.description,
+          inputSchema: jsonSchema(t.jsonSchema as Parameters<typeof jsonSchema>[0]),
+          execute: async (input) => t.execute(input),
+        });
+      }
+      const agentSystem =
+        typeof options.system === "function" ? options.system(request.agentId) : options.system;
+      const system = [agentSystem, ...request.system]
+        .filter((s): s is string => typeof s === "string" && s !== "")
+        .join("\n\n");
+      const result = await generateText({
+        model,
+        ...(system === "" ? {} : { system }),
+        messages: toModelMessages(request.messages),
+        tools,
+        stopWhen: stepCountIs(options.maxSteps ?? 8),
+        abortSignal: request.signal,
+      });
+      if (result.text) request.emit({ type: "text-delta", text: result.text });
+      const usage = result.totalUsage;
+      return {
+        reply: result.text,
+        usage: {
+          ...(usage.inputTokens === undefined ? {} : { inputTokens: usage.inputTokens }),
+          ...(usage.outputTokens === undefined ? {} : { outputTokens: usage.outputTokens }),
+          ...(usage.totalTokens === undefined ? {} : { totalTokens: usage.totalTokens }),
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,115 @@
+import { SessionsError, type TranscriptMessage } from "@sessions/core";
+import type { Clock } from "../clock.js";
+import { systemClock } from "../clock.js";
+import type { RunKind, RunUsage } from "../store/types.js";
+import { messageText } from "../transcript.js";
+import type { AgentRunner, AgentRunRequest, AgentRunResult } from "./types.js";
+
+export interface ScriptedTurn {
+  runId: string;
+  agentId: string;
+  sessionKey: string;
+  kind: RunKind;
+  model?: string;
+  /** The text of the message that started the run. */
+  text: string;
+  input: TranscriptMessage;
+  messages: TranscriptMessage[];
+  system: string[];
+  /** Names of the tools this run may call. */
+  toolNames: string[];
+  /** Calls a tool the gateway gave this run (recorded in the transcript like a model's call). */
+  callTool<T = Record<string, unknown>>(name: string, params?: unknown): Promise<T>;
+  /** Streams a text delta. */
+  say(text: string): void;
+  /** Waits on the gateway clock; rejects when the run is aborted. */
+  sleep(ms: number): Promise<void>;
+  signal: AbortSignal;
+}
+
+export type ScriptedReply = string | { reply?: string; usage?: RunUsage } | undefined | null;
+export type ScriptedAgent = (turn: ScriptedTurn) => ScriptedReply | Promise<ScriptedReply>;
+
+export interface ScriptedRunnerOptions {
+  /** One script per agent id; `fallback` answers agents without one. */
+  agents: Record<string, ScriptedAgent>;
+  fallback?: ScriptedAgent;
+  clock?: Clock;
+  models?: readonly string[];
+  /** Usage reported per run (default: ~4 characters a token, deterministic). */
+  usage?: (input: string, reply: string) => RunUsage;
+}
+
+function defaultUsage(input: string, reply: string): RunUsage {
+  const inputTokens = Math.ceil(input.length / 4) + 20;
+  const outputTokens = Math.ceil(reply.length / 4);
+  return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+}
+
+/** A deterministic runner for tests and the demo: each agent is a plain function of its turn. */
+export function createScriptedRunner(options: ScriptedRunnerOptions): AgentRunner {
+  const clock = options.clock ?? systemClock;
+  let callCounter = 0;
+  return {
+    ...(options.models === undefined ? {} : { models: options.models }),
+    async run(request: AgentRunRequest): Promise<AgentRunResult> {
+      const script = Object.hasOwn(options.agents, request.agentId)
+        ? options.agents[request.agentId]
+        : options.fallback;
+      if (script === undefined) {
+        throw new SessionsError("not_found", `No script for agent "${request.agentId}"`, {
+          field: "agentId",
+        });
+      }
+      const tools = new Map(request.tools.map((t) => [t.name, t]));
+      const text = messageText(request.input);
+      const turn: ScriptedTurn = {
+        runId: request.runId,
+        agentId: request.agentId,
+        sessionKey: request.sessionKey,
+        kind: request.kind,
+        ...(request.model === undefined ? {} : { model: request.model }),
+        text,
+        input: request.input,
+        messages: request.messages,
+        system: request.system,
+        toolNames: [...tools.keys()],
+        signal: request.signal,
+        async callTool<T>(name: string, params: unknown = {}): Promise<T> {
+          const tool = tools.get(name);
+          if (tool === undefined) {
+            throw new SessionsError("forbidden", `Tool ${name} is not available to this run`, {
+              field: "name",
+            });
+          }
+          const toolCallId = `call_${++callCounter}`;
+          request.emit({ type: "tool-call", toolCallId, toolName: name, params });
+          const result = await tool.execute(params);
+          request.emit({ type: "tool-result", toolCallId, toolName: name, result });
+          return result as T;
+        },
+        say(delta: string) {
+          request.emit({ type: "text-delta", text: delta });
+        },
+        sleep(ms: number) {
+          return new Promise<void>((resolve, reject) => {
+            if (request.signal.aborted) return reject(request.signal.reason);
+            const handle = clock.setTimeout(() => {
+              request.signal.removeEventListener("abort", onAbort);
+              resolve();
+            }, ms);
+            const onAbort = () => {
+              clock.clearTimeout(handle);
+              reject(request.signal.reason);
+            };
+            request.signal.addEventListener("abort", onAbort, { once: true });
+          });
+        },
+      };
+      const out = await script(turn);
+      const reply = typeof out === "string" ? out : (out?.reply ?? "");
+      const usage = (typeof out === "object" && out?.usage) || (options.usage ?? defaultUsage)(text, reply);
+      return { reply, usage };
+    },
+  };
+}

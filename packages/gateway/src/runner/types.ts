@@ -1,0 +1,49 @@
+import type { TranscriptMessage } from "@sessions/core";
+import type { z } from "zod";
+import type { RunKind, RunUsage } from "../store/types.js";
+
+/** A tool as a runner sees it: contract plus an `execute` the gateway has bound to the requester session. */
+export interface RunnerTool {
+  name: string;
+  description: string;
+  parameters: z.ZodType;
+  jsonSchema: Record<string, unknown>;
+  execute(params: unknown): Promise<unknown>;
+}
+
+export type AgentRunEvent =
+  | { type: "text-delta"; text: string }
+  | { type: "tool-call"; toolCallId: string; toolName: string; params: unknown }
+  | { type: "tool-result"; toolCallId: string; toolName: string; result: unknown };
+
+export interface AgentRunRequest {
+  runId: string;
+  agentId: string;
+  sessionKey: string;
+  kind: RunKind;
+  model?: string;
+  thinking?: string;
+  /** Recent transcript, oldest first; the message that started the run is last. */
+  messages: TranscriptMessage[];
+  /** The message that started the run. */
+  input: TranscriptMessage;
+  /** System context the gateway adds: agent-to-agent context, announce instructions, sub-agent task framing. */
+  system: string[];
+  tools: RunnerTool[];
+  /** Aborted on `chat.abort` and on run timeouts; a runner should stop promptly. */
+  signal: AbortSignal;
+  emit(event: AgentRunEvent): void;
+}
+
+export interface AgentRunResult {
+  /** The final assistant text (absent or empty when the run produced none). */
+  reply?: string;
+  usage?: RunUsage;
+}
+
+/** Runs an agent turn loop. Ship your own or use `createScriptedRunner` / `createAiSdkRunner`. */
+export interface AgentRunner {
+  run(request: AgentRunRequest): Promise<AgentRunResult>;
+  /** Model ids this runner accepts for overrides; when absent any id is accepted. */
+  readonly models?: readonly string[];
+}

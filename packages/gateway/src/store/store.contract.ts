@@ -1,0 +1,248 @@
+import { describe, expect, it } from "vitest";
+import type { DeliveryRecord, RunRecord, SessionStore, StoredEntry, SubagentRecord } from "./types.js";
+
+/** One contract every `SessionStore` passes: the gateway relies on exactly these behaviours. */
+export function describeStoreContract(name: string, open: () => SessionStore | Promise<SessionStore>): void {
+  const entry = (key: string, updatedAt: number, extra: Partial<StoredEntry> = {}): StoredEntry => ({
+    key,
+    sessionId: `sid-${key}`,
+    agentId: key.split(":")[1] ?? "main",
+    kind: "other",
+    createdAt: 1,
+    updatedAt,
+    ...extra,
+  });
+  const delivery = (
+    id: string,
+    idempotencyKey: string,
+    extra: Partial<DeliveryRecord> = {},
+  ): DeliveryRecord => ({
+    id,
+    idempotencyKey,
+    kind: "reply",
+    sessionKey: "agent:main:main",
+    channel: "discord",
+    to: "channel:1",
+    text: "hi",
+    status: "queued",
+    attempts: 0,
+    nextAttemptAt: 10,
+    createdAt: 10,
+    updatedAt: 10,
+    ...extra,
+  });
+
+  describe(`SessionStore contract: ${name}`, () => {
+    it("stores, updates and deletes entries", async () => {
+      const store = await open();
+      await store.putEntry(entry("agent:main:main", 5, { label: "home" }));
+      expect(await store.getEntry("agent:main:main")).toMatchObject({ label: "home", updatedAt: 5 });
+      await store.putEntry(entry("agent:main:main", 6, { label: "home2" }));
+      expect(await store.getEntry("agent:main:main")).toMatchObject({ label: "home2", updatedAt: 6 });
+      expect(await store.findEntriesBySessionId("sid-agent:main:main")).toHaveLength(1);
+      expect(await store.findEntriesByLabel("home2")).toHaveLength(1);
+      expect(await store.countEntries()).toBe(1);
+      await store.appendMessage("agent:main:main", { role: "user", content: "x", ts: 1 });
+      expect(await store.deleteEntry("agent:main:main")).toBe(true);
+      expect(await store.deleteEntry("agent:main:main")).toBe(false);
+      expect(await store.getEntry("agent:main:main")).toBeUndefined();
+      expect(await store.countMessages("agent:main:main")).toBe(0);
+      await store.close();
+    });
+
+    it("returns copies, not live references", async () => {
+      const store = await open();
+      const e = entry("agent:main:a", 1);
+      await store.putEntry(e);
+      e.label = "mutated";
+      const read = await store.getEntry("agent:main:a");
+      expect(read?.label).toBeUndefined();
+      await store.close();
+    });
+
+    it("lists newest first with filters applied before the limit, and pages by cursor and offset", async () => {
+      const store = await open();
+      await store.putEntry(entry("agent:main:main", 50, { kind: "main" }));
+      await store.putEntry(entry("agent:main:discord:group:a", 40, { kind: "group", label: "team" }));
+      await store.putEntry(
+        entry("agent:ops:discord:group:b", 30, { kind: "group", displayName: "Ops Room" }),
+      );
+      await store.putEntry(entry("agent:main:subagent:c", 20, { spawnedBy: "agent:main:main" }));
+      await store.putEntry(
+        entry("agent:main:subagent:d", 20, { spawnedBy: "agent:main:main", archivedAt: 25 }),
+      );
+      await store.putEntry(entry("agent:main:cron:x", 10, { kind: "cron" }));
+      const keys = (rows: StoredEntry[]) => rows.map((r) => r.key);
+      expect(keys(await store.listEntries({ limit: 10 }))).toEqual([
+        "agent:main:main",
+        "agent:main:discord:group:a",
+        "agent:ops:discord:group:b",
+        "agent:main:subagent:c",
+        "agent:main:cron:x",
+      ]);
+      expect(keys(await store.listEntries({ limit: 1, kinds: ["group"] }))).toEqual([
+        "agent:main:discord:group:a",
+      ]);
+      expect(
+        keys(await store.listEntries({ limit: 10, kinds: ["group", "cron"], updatedSince: 15 })),
+      ).toEqual(["agent:main:discord:group:a", "agent:ops:discord:group:b"]);
+      expect(keys(await store.listEntries({ limit: 10, agentIds: ["ops"] }))).toEqual([
+        "agent:ops:discord:group:b",
+      ]);
+      expect(
+        keys(await store.listEntries({ limit: 10, spawnedBy: "agent:main:main", includeArchived: true })),
+      ).toEqual(["agent:main:subagent:c", "agent:main:subagent:d"]);
+      expect(keys(await store.listEntries({ limit: 10, search: "ops room" }))).toEqual([
+        "agent:ops:discord:group:b",
+      ]);
+      expect(keys(await store.listEntries({ limit: 10, label: "team" }))).toEqual([
+        "agent:main:discord:group:a",
+      ]);
+      expect(
+        keys(
+          await store.listEntries({ limit: 2, after: { updatedAt: 40, key: "agent:main:discord:group:a" } }),
+        ),
+      ).toEqual(["agent:ops:discord:group:b", "agent:main:subagent:c"]);
+      expect(keys(await store.listEntries({ limit: 2, offset: 3 }))).toEqual([
+        "agent:main:subagent:c",
+        "agent:main:cron:x",
+      ]);
+      expect(await store.listEntries({ limit: 10, kinds: [] })).toEqual([]);
+      await store.close();
+    });
+
+    it("appends messages with contiguous sequence numbers and reads the newest N oldest-first", async () => {
+      const store = await open();
+      for (let i = 1; i <= 30; i++) {
+        const stored = await store.appendMessage("s", {
+          role: i % 3 === 0 ? "toolResult" : "user",
+          content: `m${i}`,
+          ts: i,
+        });
+        expect(stored.seq).toBe(i);
+      }
+      await store.appendMessage("other", { role: "user", content: "x", ts: 1 });
+      expect(await store.countMessages("s")).toBe(30);
+      const last5 = await store.readMessages("s", { limit: 5 });
+      expect(last5.map((m) => m.content)).toEqual(["m26", "m27", "m28", "m29", "m30"]);
+      const before = await store.readMessages("s", { limit: 3, beforeSeq: 10 });
+      expect(before.map((m) => m.seq)).toEqual([7, 8, 9]);
+      expect(await store.readMessages("s", { limit: 5, beforeSeq: 1 })).toEqual([]);
+      expect(await store.readMessages("missing", { limit: 5 })).toEqual([]);
+      await store.close();
+    });
+
+    it("keeps runs, finds them by idempotency key and status", async () => {
+      const store = await open();
+      const run: RunRecord = {
+        runId: "r1",
+        sessionKey: "s",
+        agentId: "main",
+        kind: "chat",
+        status: "queued",
+        createdAt: 1,
+        idempotencyKey: "k1",
+      };
+      await store.putRun(run);
+      await store.putRun({ ...run, runId: "r2", idempotencyKey: "k2", status: "ok", reply: "done" });
+      expect(await store.findRunByIdempotencyKey("k1")).toMatchObject({ runId: "r1" });
+      await store.putRun({ ...run, status: "running", startedAt: 2 });
+      expect((await store.listRunsByStatus(["queued", "running"])).map((r) => r.runId)).toEqual(["r1"]);
+      expect(await store.getRun("r2")).toMatchObject({ reply: "done" });
+      expect(await store.getRun("nope")).toBeUndefined();
+      await store.close();
+    });
+
+    it("deduplicates deliveries by idempotency key and lists the queue by due time", async () => {
+      const store = await open();
+      const first = await store.enqueueDelivery(delivery("d1", "k", { nextAttemptAt: 30 }));
+      const again = await store.enqueueDelivery(delivery("d2", "k", { text: "other" }));
+      expect(first.created).toBe(true);
+      expect(again).toMatchObject({ created: false, record: { id: "d1", text: "hi" } });
+      await store.enqueueDelivery(delivery("d3", "k3", { nextAttemptAt: 20, runId: "run-1" }));
+      expect((await store.listQueuedDeliveries(10)).map((d) => d.id)).toEqual(["d3", "d1"]);
+      await store.putDelivery({
+        ...((await store.getDelivery("d3")) as DeliveryRecord),
+        status: "delivered",
+        receipt: ["m1"],
+      });
+      expect((await store.listQueuedDeliveries(10)).map((d) => d.id)).toEqual(["d1"]);
+      expect(await store.listDeliveries({ runId: "run-1" })).toMatchObject([
+        { id: "d3", status: "delivered", receipt: ["m1"] },
+      ]);
+      expect(await store.listDeliveries({ status: "queued" })).toHaveLength(1);
+      await store.close();
+    });
+
+    it("keeps one route per session, channel and account", async () => {
+      const store = await open();
+      await store.putRoute({
+        sessionKey: "s",
+        channel: "discord",
+        accountId: "a",
+        to: "channel:1",
+        updatedAt: 1,
+      });
+      await store.putRoute({ sessionKey: "s", channel: "telegram", accountId: "a", to: "42", updatedAt: 2 });
+      await store.putRoute({
+        sessionKey: "s",
+        channel: "discord",
+        accountId: "a",
+        to: "channel:2",
+        updatedAt: 3,
+      });
+      expect(await store.listRoutes("s")).toEqual([
+        { sessionKey: "s", channel: "discord", accountId: "a", to: "channel:2", updatedAt: 3 },
+        { sessionKey: "s", channel: "telegram", accountId: "a", to: "42", updatedAt: 2 },
+      ]);
+      await store.close();
+    });
+
+    it("tracks sub-agents and archive deadlines", async () => {
+      const store = await open();
+      const base: SubagentRecord = {
+        childKey: "c1",
+        requesterKey: "r",
+        runId: "x",
+        task: "t",
+        mode: "run",
+        cleanup: "keep",
+        status: "running",
+        createdAt: 1,
+      };
+      await store.putSubagent(base);
+      await store.putSubagent({ ...base, childKey: "c2", status: "done", archiveAt: 100 });
+      await store.putSubagent({ ...base, childKey: "c3", status: "done", archiveAt: 50 });
+      expect(
+        (await store.listSubagents({ requesterKey: "r", statuses: ["running"] })).map((s) => s.childKey),
+      ).toEqual(["c1"]);
+      expect(await store.nextArchiveAt()).toBe(50);
+      expect((await store.listArchiveDue(60)).map((s) => s.childKey)).toEqual(["c3"]);
+      const { archiveAt: _a, ...archived } = (await store.getSubagent("c3")) as SubagentRecord;
+      await store.putSubagent(archived);
+      expect(await store.nextArchiveAt()).toBe(100);
+      await store.close();
+    });
+
+    it("stores thread bindings", async () => {
+      const store = await open();
+      const binding = {
+        channel: "discord",
+        accountId: "a",
+        threadId: "t1",
+        sessionKey: "s",
+        to: "channel:t1",
+        boundAt: 1,
+        lastActivityAt: 1,
+        idleHours: 24,
+        maxAgeHours: 0,
+      };
+      await store.putThreadBinding(binding);
+      expect(await store.getThreadBinding("discord", "a", "t1")).toEqual(binding);
+      expect(await store.listThreadBindings({ sessionKey: "s" })).toHaveLength(1);
+      expect(await store.deleteThreadBinding("discord", "a", "t1")).toBe(true);
+      expect(await store.getThreadBinding("discord", "a", "t1")).toBeUndefined();
+      await store.close();
+    });
+  });
+}

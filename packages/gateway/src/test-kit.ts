@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SessionsError } from "@sessions/core";
+import type { ChannelAdapterV1, DeliveryTarget, OutboundMessage } from "./adapter.js";
+import { createManualClock, type ManualClock } from "./clock.js";
+import { createGateway, type Gateway, type GatewayOptions } from "./gateway.js";
+import { createScriptedRunner, type ScriptedAgent } from "./runner/scripted.js";
+import { createMemoryStore } from "./store/memory.js";
+import { createSqliteStore } from "./store/sqlite.js";
+import type { SessionStore } from "./store/types.js";
+
+/** A fake chat platform (the outside world): records what it is sent, can fail or rate-limit on demand. */
+export interface FakeChannel extends ChannelAdapterV1 {
+  sent: { target: DeliveryTarget; message: OutboundMessage; idempotencyKey: string }[];
+  threads: { parent: DeliveryTarget; name: string; sessionKey: string }[];
+  failNext(times: number, error?: Error): void;
+  failThreads: boolean;
+}
+
+export function createFakeChannel(channel = "chat"): FakeChannel {
+  let failures: { times: number; error: Error } = { times: 0, error: new Error("platform unavailable") };
+  const fake: FakeChannel = {
+    specVersion: 1,
+    channel,
+    capabilities: { threads: true },
+    sent: [],
+    threads: [],
+    failThreads: false,
+    failNext(times, error = new Error("platform unavailable")) {
+      failures = { times, error };
+    },
+    async deliver(target, message, options) {
+      if (failures.times > 0) {
+        failures.times--;
+        throw failures.error;
+      }
+      if (fake.sent.some((s) => s.idempotencyKey === options.idempotencyKey)) {
+        return { messageIds: [`dup-${options.idempotencyKey}`] };
+      }
+      fake.sent.push({ target, message, idempotencyKey: options.idempotencyKey });
+      return { messageIds: [`m${fake.sent.length}`] };
+    },
+    async createThread(request) {
+      if (fake.failThreads) throw new Error("missing permission to create threads");
+      fake.threads.push(request);
+      return { threadId: `t${fake.threads.length}` };
+    },
+  };
+  return fake;
+}
+
+export const rateLimited = (ms: number) =>
+  new SessionsError("rate_limited", "429 Too Many Requests", { retryAfterMs: ms });
+
+export type StoreKind = "memory" | "sqlite";
+export const STORE_KINDS: StoreKind[] = ["memory", "sqlite"];
+
+export interface Harness {
+  gateway: Gateway;
+  clock: ManualClock;
+  channel: FakeChannel;
+  store: SessionStore;
+  path?: string;
+  /** Reopens a gateway on the same store file (sqlite) — a restart. */
+  restart(overrides?: Partial<GatewayOptions>): Promise<Harness>;
+  close(): Promise<void>;
+}
+
+const dirs: string[] = [];
+export function cleanupDirs() {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+export function openStore(kind: StoreKind, path?: string): { store: SessionStore; path?: string } {
+  if (kind === "memory") return { store: createMemoryStore() };
+  let file = path;
+  if (file === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), "sessions-gw-"));
+    dirs.push(dir);
+    file = join(dir, "sessions.db");
+  }
+  return { store: createSqliteStore({ path: file }), path: file };
+}
+
+export async function harness(
+  kind: StoreKind,
+  agents: Record<string, ScriptedAgent>,
+  overrides: Partial<GatewayOptions> = {},
+  existing?: { clock: ManualClock; channel: FakeChannel; path?: string; store?: SessionStore },
+): Promise<Harness> {
+  const clock = existing?.clock ?? createManualClock();
+  const channel = existing?.channel ?? createFakeChannel();
+  const opened = existing?.store
+    ? { store: existing.store, ...(existing.path ? { path: existing.path } : {}) }
+    : openStore(kind, existing?.path);
+  const runner = createScriptedRunner({ agents, clock, fallback: () => "ok" });
+  const gateway = createGateway({ runner, store: opened.store, clock, adapters: [channel], ...overrides });
+  await gateway.ready;
+  const h: Harness = {
+    gateway,
+    clock,
+    channel,
+    store: opened.store,
+    ...(opened.path ? { path: opened.path } : {}),
+    async restart(next = {}) {
+      await gateway.close({ drainMs: 0 });
+      const reopened = kind === "memory" ? { store: opened.store } : openStore(kind, opened.path);
+      return harness(
+        kind,
+        agents,
+        { ...overrides, ...next },
+        { clock, channel, ...(opened.path ? { path: opened.path } : {}), store: reopened.store },
+      );
+    },
+    close: () => gateway.close({ drainMs: 100 }),
+  };
+  return h;
+}
+
+/** Retries an assertion while background work settles (bounded; fails with the last error). */
+export async function eventually(assertion: () => void | Promise<void>, rounds = 400): Promise<void> {
+  let last: unknown;
+  for (let i = 0; i < rounds; i++) {
+    try {
+      await assertion();
+      return;
+    } catch (error) {
+      last = error;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  throw last;
+}
