@@ -40,6 +40,12 @@ function toModelMessages(messages: readonly TranscriptMessage[]): ModelMessage[]
   return out;
 }
 
+/** The schema as providers take it: `$schema` is dropped, since some strict modes reject unknown keywords. */
+function providerSchema(schema: Record<string, unknown>): Parameters<typeof jsonSchema>[0] {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest as Parameters<typeof jsonSchema>[0];
+}
+
 /** An `AgentRunner` on the Vercel AI SDK: any provider model, the gateway's tools, streamed usage. */
 export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
   return {
@@ -56,7 +62,7 @@ export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
       for (const t of request.tools) {
         tools[t.name] = tool({
           description: t.description,
-          inputSchema: jsonSchema(t.jsonSchema as Parameters<typeof jsonSchema>[0]),
+          inputSchema: jsonSchema(providerSchema(t.jsonSchema)),
           execute: async (input) => t.execute(input),
         });
       }
@@ -65,10 +71,13 @@ export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
       const system = [agentSystem, ...request.system]
         .filter((s): s is string => typeof s === "string" && s !== "")
         .join("\n\n");
+      const messages = toModelMessages(request.messages);
+      // A first message without text (an attachment, say) still reaches the model instead of failing the run.
+      if (messages.length === 0) messages.push({ role: "user", content: "(the message had no text)" });
       const result = await generateText({
         model,
         ...(system === "" ? {} : { system }),
-        messages: toModelMessages(request.messages),
+        messages,
         tools,
         stopWhen: stepCountIs(options.maxSteps ?? 8),
         abortSignal: request.signal,

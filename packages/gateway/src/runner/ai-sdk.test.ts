@@ -1,0 +1,366 @@
+import { SESSION_TOOL_NAMES } from "@sessions/core";
+import { MockLanguageModelV3 } from "ai/test";
+import { afterEach, describe, expect, it } from "vitest";
+import type { GatewayEvent, GatewayOptions, InboundMessage } from "../gateway.js";
+import { eventually, type Harness, harness } from "../test-kit.js";
+import { messageText } from "../transcript.js";
+import { type AiSdkRunnerOptions, createAiSdkRunner } from "./ai-sdk.js";
+
+type GenerateResult = Awaited<ReturnType<MockLanguageModelV3["doGenerate"]>>;
+type CallOptions = MockLanguageModelV3["doGenerateCalls"][number];
+type PromptMessage = CallOptions["prompt"][number];
+type Usage = GenerateResult["usage"];
+
+const usage = (input: number, output: number): Usage => ({
+  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: output, text: output, reasoning: undefined },
+});
+
+/** A v3 `doGenerate` result with one text part. */
+const text = (reply: string, tokens: Usage = usage(10, 5)): GenerateResult => ({
+  content: [{ type: "text", text: reply }],
+  finishReason: { unified: "stop", raw: "stop" },
+  usage: tokens,
+  warnings: [],
+});
+
+/** A v3 `doGenerate` result with one client-executed tool call (input is JSON-encoded, as providers send it). */
+const toolCall = (
+  toolCallId: string,
+  toolName: string,
+  input: unknown,
+  tokens: Usage = usage(10, 5),
+): GenerateResult => ({
+  content: [{ type: "tool-call", toolCallId, toolName, input: JSON.stringify(input) }],
+  finishReason: { unified: "tool-calls", raw: "tool_calls" },
+  usage: tokens,
+  warnings: [],
+});
+
+/** The plain text of a prompt message (text parts joined; system content is a string). */
+function promptText(message: PromptMessage | undefined): string {
+  if (message === undefined) return "";
+  if (typeof message.content === "string") return message.content;
+  return message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+}
+
+const systemOf = (call: CallOptions | undefined) =>
+  (call?.prompt ?? [])
+    .filter((m) => m.role === "system")
+    .map(promptText)
+    .join("\n");
+
+const lastUserText = (call: CallOptions) => promptText(call.prompt.filter((m) => m.role === "user").at(-1));
+
+const dm = (text: string): InboundMessage => ({
+  channel: "chat",
+  chatType: "direct",
+  peerId: "alice",
+  senderId: "alice",
+  to: "user:alice",
+  text,
+});
+
+const group = (peerId: string, text: string): InboundMessage => ({
+  channel: "chat",
+  chatType: "group",
+  peerId,
+  senderId: "bob",
+  to: `group:${peerId}`,
+  text,
+});
+
+describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  async function open(
+    model: MockLanguageModelV3,
+    options: Omit<AiSdkRunnerOptions, "model"> = {},
+    config: GatewayOptions["config"] = {},
+  ): Promise<Harness> {
+    h = await harness("memory", {}, { runner: createAiSdkRunner({ model, ...options }), config });
+    return h;
+  }
+
+  async function receiveAndWait(gw: Harness, inbound: InboundMessage) {
+    const result = await gw.gateway.receive(inbound);
+    expect(result.runId).toEqual(expect.any(String));
+    const wait = await gw.gateway.agentWait({ runId: result.runId as string, timeoutMs: 60_000 });
+    return { result, wait };
+  }
+
+  it("replies with the model's text, delivers it, and adds the v6 token usage to the session entry", async () => {
+    const model = new MockLanguageModelV3({
+      doGenerate: [text("Hello Alice!", usage(11, 7)), text("Still here.", usage(20, 3))],
+    });
+    const gw = await open(model);
+    const events: GatewayEvent[] = [];
+    gw.gateway.subscribe((event) => events.push(event));
+
+    const first = await receiveAndWait(gw, dm("hi there"));
+    expect(first.result.sessionKey).toBe("agent:main:main");
+    expect(first.wait).toMatchObject({ status: "ok", reply: "Hello Alice!" });
+    expect(model.doGenerateCalls).toHaveLength(1);
+    expect(model.doGenerateCalls[0]?.prompt).toEqual([
+      { role: "user", content: [{ type: "text", text: "hi there" }] },
+    ]);
+    // The whole reply is streamed out as a delta before the final event.
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: "chat", state: "delta", deltaText: "Hello Alice!" }),
+    );
+
+    await eventually(() => expect(gw.channel.sent).toHaveLength(1));
+    expect(gw.channel.sent[0]).toMatchObject({
+      target: { channel: "chat", to: "user:alice" },
+      message: { text: "Hello Alice!", kind: "reply" },
+    });
+    expect(await gw.store.getEntry("agent:main:main")).toMatchObject({
+      inputTokens: 11,
+      outputTokens: 7,
+      totalTokens: 18,
+    });
+
+    // A second turn sees the first exchange as history, and usage accumulates on the entry.
+    const second = await receiveAndWait(gw, dm("still there?"));
+    expect(second.wait).toMatchObject({ status: "ok", reply: "Still here." });
+    expect(model.doGenerateCalls[1]?.prompt).toEqual([
+      { role: "user", content: [{ type: "text", text: "hi there" }] },
+      { role: "assistant", content: [{ type: "text", text: "Hello Alice!" }] },
+      { role: "user", content: [{ type: "text", text: "still there?" }] },
+    ]);
+    expect(await gw.store.getEntry("agent:main:main")).toMatchObject({
+      inputTokens: 31,
+      outputTokens: 10,
+      totalTokens: 41,
+    });
+    const run = await gw.store.getRun(second.result.runId as string);
+    expect(run?.usage).toEqual({ inputTokens: 20, outputTokens: 3, totalTokens: 23 });
+    await eventually(() => expect(gw.channel.sent.map((s) => s.message.text)).toContain("Still here."));
+  });
+
+  it("executes a tool call through the gateway and replies with the next step's text", async () => {
+    const model = new MockLanguageModelV3({
+      doGenerate: [
+        toolCall("call-1", "sessions_list", { limit: 5 }, usage(30, 8)),
+        text("You have one session: main.", usage(50, 6)),
+      ],
+    });
+    const gw = await open(model);
+    const { result, wait } = await receiveAndWait(gw, dm("which sessions exist?"));
+    expect(wait).toMatchObject({ status: "ok", reply: "You have one session: main." });
+    expect(model.doGenerateCalls).toHaveLength(2);
+
+    // The model got the five session tools as function tools with object JSON schemas.
+    const tools = model.doGenerateCalls[0]?.tools ?? [];
+    expect(tools.map((t) => t.name).sort()).toEqual([...SESSION_TOOL_NAMES].sort());
+    for (const t of tools) {
+      expect(t.type).toBe("function");
+      if (t.type !== "function") continue;
+      expect(t.description).toEqual(expect.any(String));
+      expect(t.inputSchema).toMatchObject({ type: "object", properties: expect.any(Object) });
+    }
+    const send = tools.find((t) => t.name === "sessions_send");
+    expect(send?.type === "function" ? send.inputSchema : undefined).toMatchObject({
+      properties: { sessionKey: expect.any(Object), message: expect.any(Object) },
+      required: expect.arrayContaining(["sessionKey", "message"]),
+    });
+
+    // The gateway ran the real tool and recorded the call and its result in the transcript.
+    const transcript = await gw.store.readMessages(result.sessionKey, { limit: 50 });
+    expect(transcript.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    const toolResult = transcript.find((m) => m.role === "toolResult");
+    const part = Array.isArray(toolResult?.content) ? toolResult.content[0] : undefined;
+    expect(part).toMatchObject({ type: "tool-result", toolName: "sessions_list" });
+    const output = (part as { output?: unknown } | undefined)?.output as {
+      count: number;
+      sessions: { key: string; sessionId: string }[];
+    };
+    expect(output.count).toBe(1);
+    expect(output.sessions[0]?.key).toBe("main");
+    const entry = await gw.store.getEntry(result.sessionKey);
+    expect(output.sessions[0]?.sessionId).toBe(entry?.sessionId);
+    expect(transcript[1]?.content).toEqual([
+      expect.objectContaining({ type: "tool-call", toolName: "sessions_list", input: { limit: 5 } }),
+    ]);
+    expect(messageText(transcript[3])).toBe("You have one session: main.");
+
+    // The second step saw the tool call and the same real output.
+    const second = model.doGenerateCalls[1]?.prompt ?? [];
+    expect(second.find((m) => m.role === "assistant")?.content).toEqual([
+      expect.objectContaining({ type: "tool-call", toolCallId: "call-1", toolName: "sessions_list" }),
+    ]);
+    const toolMessage = second.find((m) => m.role === "tool");
+    expect(toolMessage?.content).toEqual([
+      expect.objectContaining({
+        type: "tool-result",
+        toolCallId: "call-1",
+        toolName: "sessions_list",
+        output: { type: "json", value: output },
+      }),
+    ]);
+
+    // Usage sums both steps; the final text is delivered once.
+    expect(entry).toMatchObject({ inputTokens: 80, outputTokens: 14, totalTokens: 94 });
+    await eventually(() => expect(gw.channel.sent).toHaveLength(1));
+    expect(gw.channel.sent[0]?.message.text).toBe("You have one session: main.");
+  });
+
+  it("marks sessions_send input as inter-session before the model sees it", async () => {
+    const opsKey = "agent:main:chat:group:ops";
+    const model = new MockLanguageModelV3({
+      doGenerate: async (call) => {
+        const system = systemOf(call);
+        if (system.includes("Announce step")) return text("ANNOUNCE_SKIP");
+        if (call.prompt.some((m) => m.role === "tool")) return text("Ops reports: all green.");
+        const last = lastUserText(call);
+        if (last === "ask ops for status")
+          return toolCall("call-send", "sessions_send", { sessionKey: opsKey, message: "status?" });
+        if (last.endsWith("status?")) return text("all green");
+        return text(`ack: ${last}`);
+      },
+    });
+    const gw = await open(
+      model,
+      {},
+      {
+        tools: { sessions: { visibility: "agent" } },
+        session: { agentToAgent: { maxPingPongTurns: 0 } },
+      },
+    );
+    await receiveAndWait(gw, group("ops", "deploy finished"));
+    const { result, wait } = await receiveAndWait(gw, dm("ask ops for status"));
+    expect(wait).toMatchObject({ status: "ok", reply: "Ops reports: all green." });
+
+    const marker = "[message from session agent:main:main, not from the user]";
+    const opsCall = model.doGenerateCalls.find((c) => promptText(c.prompt.at(-1)).includes(marker));
+    expect(opsCall).toBeDefined();
+    // Earlier real-user input in the target session is not marked; the injected message is.
+    expect(opsCall?.prompt.filter((m) => m.role !== "system")).toEqual([
+      { role: "user", content: [{ type: "text", text: "deploy finished" }] },
+      { role: "assistant", content: [{ type: "text", text: "ack: deploy finished" }] },
+      { role: "user", content: [{ type: "text", text: `${marker}\nstatus?` }] },
+    ]);
+    // The gateway's agent-to-agent context reaches the model as the system prompt.
+    expect(systemOf(opsCall)).toContain("Agent-to-agent message context:");
+    expect(systemOf(opsCall)).toContain("Requester session: agent:main:main (channel chat)");
+
+    // The requester's tool result carries the target's reply.
+    const transcript = await gw.store.readMessages(result.sessionKey, { limit: 50 });
+    const toolResult = transcript.find((m) => m.role === "toolResult");
+    expect(Array.isArray(toolResult?.content) ? toolResult.content[0] : undefined).toMatchObject({
+      toolName: "sessions_send",
+      output: { status: "ok", reply: "all green", sessionKey: opsKey },
+    });
+    // The announce step ran with no tools and chose to stay silent.
+    await eventually(async () => {
+      const { deliveries } = await gw.gateway.deliveries.list({ sessionKey: opsKey });
+      expect(deliveries.find((d) => d.kind === "announce")).toMatchObject({ status: "suppressed" });
+    });
+    const announceCall = model.doGenerateCalls.find((c) => systemOf(c).includes("Announce step"));
+    expect(announceCall?.tools ?? []).toEqual([]);
+  });
+
+  it("stops the model call on chat.abort and ends the run as 'run aborted'", async () => {
+    let started!: () => void;
+    const inFlight = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    let seenSignal: AbortSignal | undefined;
+    const model = new MockLanguageModelV3({
+      doGenerate: (call) =>
+        new Promise<GenerateResult>((_, reject) => {
+          seenSignal = call.abortSignal;
+          seenSignal?.addEventListener("abort", () => reject(seenSignal?.reason), { once: true });
+          started();
+        }),
+    });
+    const gw = await open(model);
+    const { sessionKey, runId } = await gw.gateway.receive(dm("write a novel"));
+    await inFlight;
+    const aborted = await gw.gateway.chat.abort({ sessionKey });
+    expect(aborted).toMatchObject({ ok: true, aborted: true, runIds: [runId] });
+    const wait = await gw.gateway.agentWait({ runId: runId as string, timeoutMs: 60_000 });
+    expect(wait).toMatchObject({ runId, status: "error", error: "run aborted" });
+    // The runner forwarded the gateway's signal to the model call.
+    expect(seenSignal?.aborted).toBe(true);
+    expect(model.doGenerateCalls).toHaveLength(1);
+    expect(await gw.store.getRun(runId as string)).toMatchObject({ status: "aborted" });
+    expect(await gw.store.getEntry(sessionKey)).toMatchObject({ abortedLastRun: true });
+    expect(gw.channel.sent).toHaveLength(0);
+  });
+
+  it("sends options.system and the gateway's system context as one system prompt", async () => {
+    const model = new MockLanguageModelV3({ doGenerate: async () => text("ok") });
+    const gw = await open(model, {
+      system: (agentId) => (agentId === "main" ? "You are the main agent." : undefined),
+    });
+    const accepted = await gw.gateway.agent({
+      message: "summarise",
+      idempotencyKey: "k-1",
+      extraSystemPrompt: "Answer in one sentence.",
+    });
+    expect(await gw.gateway.agentWait({ runId: accepted.runId, timeoutMs: 60_000 })).toMatchObject({
+      status: "ok",
+      reply: "ok",
+    });
+    const call = model.doGenerateCalls[0];
+    expect(call?.prompt[0]).toEqual({
+      role: "system",
+      content: "You are the main agent.\n\nAnswer in one sentence.",
+    });
+    expect(call?.prompt.filter((m) => m.role === "system")).toHaveLength(1);
+    expect(lastUserText(call as CallOptions)).toBe("summarise");
+
+    // Without gateway context, only options.system is sent; a plain string works too.
+    const plain = new MockLanguageModelV3({ doGenerate: async () => text("hi") });
+    await gw.close();
+    const gw2 = await open(plain, { system: "Be kind." });
+    await receiveAndWait(gw2, dm("hello"));
+    expect(plain.doGenerateCalls[0]?.prompt).toEqual([
+      { role: "system", content: "Be kind." },
+      { role: "user", content: [{ type: "text", text: "hello" }] },
+    ]);
+  });
+
+  it("resolves the model per agent and model override, and exposes the accepted model ids", async () => {
+    const seen: { agentId: string; model?: string }[] = [];
+    const fast = new MockLanguageModelV3({ modelId: "fast", doGenerate: async () => text("fast reply") });
+    const smart = new MockLanguageModelV3({ modelId: "smart", doGenerate: async () => text("smart reply") });
+    const runner = createAiSdkRunner({
+      model: (request) => {
+        seen.push(request);
+        return request.model === "smart" ? smart : fast;
+      },
+      models: ["fast", "smart"],
+    });
+    expect(runner.models).toEqual(["fast", "smart"]);
+    h = await harness("memory", {}, { runner });
+    const first = await receiveAndWait(h, dm("one"));
+    expect(first.wait).toMatchObject({ status: "ok", reply: "fast reply" });
+    await h.gateway.sessions.patch({ key: "main", model: "smart" });
+    const second = await receiveAndWait(h, dm("two"));
+    expect(second.wait).toMatchObject({ status: "ok", reply: "smart reply" });
+    expect(seen).toEqual([{ agentId: "main" }, { agentId: "main", model: "smart" }]);
+    expect(fast.doGenerateCalls).toHaveLength(1);
+    expect(smart.doGenerateCalls).toHaveLength(1);
+  });
+
+  it("sends provider-ready tool schemas (no $schema) and still runs on a first message without text", async () => {
+    const model = new MockLanguageModelV3({ doGenerate: [text("I see no text.")] });
+    const gw = await open(model);
+    const { wait } = await receiveAndWait(gw, dm("   "));
+    expect(wait).toMatchObject({ status: "ok", reply: "I see no text." });
+    expect(model.doGenerateCalls[0]?.prompt).toEqual([
+      { role: "user", content: [{ type: "text", text: "(the message had no text)" }] },
+    ]);
+    const tools = model.doGenerateCalls[0]?.tools ?? [];
+    expect(tools.length).toBe(SESSION_TOOL_NAMES.length);
+    for (const tool of tools) {
+      if (tool.type === "function") expect(tool.inputSchema).not.toHaveProperty("$schema");
+    }
+  });
+});
