@@ -47,7 +47,7 @@ import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
 import { type Clock, systemClock } from "./clock.js";
 import { Lanes, Semaphore } from "./lanes.js";
 import { createOutbox, type OutboxOptions } from "./outbox.js";
-import { type GatewayMethodName, METHOD_PARAMS } from "./protocol.js";
+import { type GatewayMethodName, METHOD_PARAMS, type MethodParams } from "./protocol.js";
 import type { AgentRunEvent, AgentRunner, RunnerTool } from "./runner/types.js";
 import { createSqliteStore } from "./store/sqlite.js";
 import type {
@@ -164,24 +164,26 @@ export interface Gateway {
   /** Calls a gateway method by its wire name with validated params. */
   call(method: GatewayMethodName, params?: unknown): Promise<unknown>;
   sessions: {
-    list(params?: unknown): Promise<SessionsListPayload>;
-    resolve(params: unknown): Promise<{ ok: true; key: string }>;
-    patch(params: unknown): Promise<{ ok: true; key: string; entry: StoredEntry }>;
-    delete(params: unknown): Promise<{ ok: true; key: string; deleted: boolean }>;
+    list(params?: MethodParams<"sessions.list">): Promise<SessionsListPayload>;
+    resolve(params: MethodParams<"sessions.resolve">): Promise<{ ok: true; key: string }>;
+    patch(params: MethodParams<"sessions.patch">): Promise<{ ok: true; key: string; entry: StoredEntry }>;
+    delete(params: MethodParams<"sessions.delete">): Promise<{ ok: true; key: string; deleted: boolean }>;
   };
   chat: {
-    history(params: unknown): Promise<ChatHistoryPayload>;
-    send(params: unknown): Promise<{ runId: string; status: "started" | "in_flight" | "ok" | "error" }>;
-    abort(params: unknown): Promise<{ ok: true; aborted: boolean; runIds: string[] }>;
+    history(params: MethodParams<"chat.history">): Promise<ChatHistoryPayload>;
+    send(
+      params: MethodParams<"chat.send">,
+    ): Promise<{ runId: string; status: "started" | "in_flight" | "ok" | "error" }>;
+    abort(params: MethodParams<"chat.abort">): Promise<{ ok: true; aborted: boolean; runIds: string[] }>;
   };
   agent(
-    params: unknown,
+    params: MethodParams<"agent">,
   ): Promise<{ runId: string; sessionKey: string; agentId: string; status: "accepted"; acceptedAt: number }>;
-  agentWait(params: unknown): Promise<WaitResult>;
-  agents: { list(params?: unknown): Promise<AgentsListPayload> };
+  agentWait(params: MethodParams<"agent.wait">): Promise<WaitResult>;
+  agents: { list(params?: MethodParams<"agents.list">): Promise<AgentsListPayload> };
   deliveries: {
-    get(params: unknown): Promise<DeliveryRecord>;
-    list(params?: unknown): Promise<{ deliveries: DeliveryRecord[] }>;
+    get(params: MethodParams<"deliveries.get">): Promise<DeliveryRecord>;
+    list(params?: MethodParams<"deliveries.list">): Promise<{ deliveries: DeliveryRecord[] }>;
   };
   /** Runs the archive sweep now (it also runs on its own timer). */
   sweep(): Promise<void>;
@@ -941,6 +943,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     return row;
   }
 
+  /** Agents whose sessions "all" can show, when that set is finite: the filter then runs in the store. */
+  function visibleAgentIds(agentId: string): string[] | undefined {
+    const a2a = config.tools.agentToAgent;
+    if (!a2a.enabled) return [agentId];
+    if (a2a.allow.length === 0 || a2a.allow.some((pattern) => pattern.includes("*"))) return undefined;
+    return [...new Set([agentId, ...a2a.allow.map((id) => normalizeAgentId(id))])];
+  }
+
   async function listTool(
     ctx: ToolContext,
     params: ReturnType<typeof parseToolParams<"sessions_list">>,
@@ -969,7 +979,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       candidates.sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : 1));
       rows.push(...candidates.filter(accept).slice(0, params.limit));
     } else {
-      const agentIds = visibility === "agent" ? [ctx.agentId] : undefined;
+      const agentIds = visibility === "agent" ? [ctx.agentId] : visibleAgentIds(ctx.agentId);
       let after: { updatedAt: number; key: string } | undefined;
       const pageSize = Math.max(params.limit, 50);
       for (;;) {

@@ -328,7 +328,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         params.push(query.search.toLowerCase());
       }
       if (query.after !== undefined) {
-        where.push("(updated_at < ? OR (updated_at = ? AND key > ?))");
+        // Written so the index range starts at the cursor (an OR alone would rescan from the newest row).
+        where.push("updated_at <= ? AND (updated_at < ? OR key > ?)");
         params.push(query.after.updatedAt, query.after.updatedAt, query.after.key);
       }
       const sql = `SELECT data FROM entries ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY updated_at DESC, key ASC LIMIT ? OFFSET ?`;
