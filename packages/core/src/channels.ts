@@ -27,6 +27,11 @@ export function normalizeChannelId(
   if (typeof channel !== "string") return undefined;
   const id = channel.trim().toLowerCase();
   if (id === "") return undefined;
-  const mapped = aliases?.[id] ?? DEFAULT_CHANNEL_ALIASES[id];
-  return mapped === undefined ? id : mapped.trim().toLowerCase() || id;
+  const mapped =
+    aliases !== undefined && Object.hasOwn(aliases, id)
+      ? aliases[id]
+      : Object.hasOwn(DEFAULT_CHANNEL_ALIASES, id)
+        ? DEFAULT_CHANNEL_ALIASES[id]
+        : undefined;
+  return typeof mapped === "string" ? mapped.trim().toLowerCase() || id : id;
 }

@@ -260,6 +260,13 @@ describe("channelOf", () => {
   it("uses adapter-provided aliases", () => {
     expect(channelOf({ key: "agent:main:main", lastChannel: "dc" }, { dc: "discord" })).toBe("discord");
   });
+
+  it.each([["__proto__"], ["constructor"], ["toString"]])("treats %j as a plain channel id", (channel) => {
+    expect(channelOf({ key: "agent:main:main", lastChannel: channel })).toBe(channel.toLowerCase());
+    expect(buildPeerSessionKey({ channel, peerKind: "group", peerId: "x" })).toBe(
+      `agent:main:${channel.toLowerCase()}:group:x`,
+    );
+  });
 });
 
 describe("threadOf", () => {
