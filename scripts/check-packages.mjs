@@ -23,6 +23,12 @@ const smoke = {
       'const kind: import("@sessions/core").SessionKind = m.sessionKindOf("agent:main:main");\nexport { kind };',
     browser: true,
   },
+  "@sessions/gateway-client": {
+    expr: 'typeof m.createGatewayClient === "function" && m.toOpenAiTools([]).length === 0',
+    types:
+      'const tools: import("@sessions/gateway-client").SessionTool[] = [];\nexport const openai = m.toOpenAiTools(tools);',
+    browser: true,
+  },
   "@sessions/gateway": {
     expr: 'typeof m.createGateway === "function" && typeof m.createMemoryStore().getEntry === "function"',
     types:

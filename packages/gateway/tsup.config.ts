@@ -1,4 +1,9 @@
+import { readFileSync } from "node:fs";
 import { defineConfig } from "tsup";
+
+const { version } = JSON.parse(readFileSync(new URL("./package.json", import.meta.url), "utf8")) as {
+  version: string;
+};
 
 export default defineConfig({
   entry: ["src/index.ts", "src/ai-sdk.ts"],
@@ -8,5 +13,6 @@ export default defineConfig({
   clean: true,
   target: "node20",
   platform: "node",
-  external: ["better-sqlite3", "ai"],
+  external: ["better-sqlite3", "ai", "ws"],
+  define: { __SESSIONS_VERSION__: JSON.stringify(version) },
 });

@@ -9,6 +9,7 @@ export { compileGlob, type GlobMatcher } from "./glob.js";
 export * from "./keys.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
+export * from "./protocol.js";
 export { formatIssuePath, toSessionsError } from "./schema-errors.js";
 export * from "./send-policy.js";
 export * from "./tool-names.js";

@@ -10,11 +10,14 @@ import {
   defaultAgentId,
   findAgentConfig,
   formatSubagentAnnounce,
+  type GatewayMethodName,
   isAnnounceSkip,
   isReplySkip,
   isReservedKey,
   type Logger,
   looksLikeSessionId,
+  METHOD_PARAMS,
+  type MethodParams,
   normalizeAccountId,
   normalizeAgentId,
   normalizeChannelId,
@@ -47,8 +50,8 @@ import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
 import { type Clock, systemClock } from "./clock.js";
 import { Lanes, Semaphore } from "./lanes.js";
 import { createOutbox, type OutboxOptions } from "./outbox.js";
-import { type GatewayMethodName, METHOD_PARAMS, type MethodParams } from "./protocol.js";
 import type { AgentRunEvent, AgentRunner, RunnerTool } from "./runner/types.js";
+import { type GatewayServer, type ListenOptions, listenGateway } from "./server.js";
 import { createSqliteStore } from "./store/sqlite.js";
 import type {
   DeliveryRecord,
@@ -185,6 +188,8 @@ export interface Gateway {
     get(params: MethodParams<"deliveries.get">): Promise<DeliveryRecord>;
     list(params?: MethodParams<"deliveries.list">): Promise<{ deliveries: DeliveryRecord[] }>;
   };
+  /** Serves this gateway over WebSocket (PROTOCOL.md) until the server or the gateway is closed. */
+  listen(options?: ListenOptions): Promise<GatewayServer>;
   /** Runs the archive sweep now (it also runs on its own timer). */
   sweep(): Promise<void>;
   subscribe(listener: (event: GatewayEvent) => void): () => void;
@@ -294,6 +299,16 @@ function parseParams<M extends GatewayMethodName>(method: M, params: unknown) {
   const result = METHOD_PARAMS[method].safeParse(params ?? {});
   if (!result.success) throw toSessionsError(result.error, "invalid_params", `Invalid ${method} params`);
   return result.data as never;
+}
+
+function connectionOnly(method: string): SessionsError {
+  return new SessionsError(
+    "invalid_params",
+    `${method} is a WebSocket connection method; in process use gateway.subscribe()`,
+    {
+      field: "method",
+    },
+  );
 }
 
 function truncateText(text: string): string {
@@ -617,15 +632,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   function emitFinal(run: RunRecord) {
     const state = run.status === "ok" ? "final" : run.status === "aborted" ? "aborted" : "error";
-    emit({
-      type: "chat",
-      runId: run.runId,
-      sessionKey: run.sessionKey,
-      seq: nextChatSeq(run.runId),
-      state,
-      ...(run.reply ? { message: run.reply } : {}),
-      ...(run.error ? { errorMessage: run.error } : {}),
-    });
+    // The lifecycle end goes first so stream readers that stop at the final chat event still see it.
     emit({
       type: "agent",
       runId: run.runId,
@@ -637,6 +644,15 @@ export function createGateway(options: GatewayOptions): Gateway {
         status: run.status,
         ...(run.error ? { error: run.error } : {}),
       },
+    });
+    emit({
+      type: "chat",
+      runId: run.runId,
+      sessionKey: run.sessionKey,
+      seq: nextChatSeq(run.runId),
+      state,
+      ...(run.reply ? { message: run.reply } : {}),
+      ...(run.error ? { errorMessage: run.error } : {}),
     });
     chatSeq.delete(run.runId);
   }
@@ -2091,6 +2107,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       >;
       return callTool(p.requesterKey, p.name, p.params ?? {}, { sandboxed: p.sandboxed === true });
     },
+    async "sessions.subscribe"(): Promise<never> {
+      throw connectionOnly("sessions.subscribe");
+    },
+    async "sessions.unsubscribe"(): Promise<never> {
+      throw connectionOnly("sessions.unsubscribe");
+    },
   } satisfies Record<GatewayMethodName, (params: unknown) => Promise<unknown>>;
 
   async function callTool(
@@ -2152,10 +2174,28 @@ export function createGateway(options: GatewayOptions): Gateway {
     return methods[method](params);
   }
 
-  return {
+  const servers = new Set<GatewayServer>();
+  const self: Gateway = {
     config,
     store,
     ready,
+    async listen(listenOptions) {
+      const server = await listenGateway(self, listenOptions);
+      servers.add(server);
+      const close = server.close.bind(server);
+      return {
+        get url() {
+          return server.url;
+        },
+        host: server.host,
+        port: server.port,
+        connections: () => server.connections(),
+        async close(closeOptions) {
+          servers.delete(server);
+          await close(closeOptions);
+        },
+      };
+    },
     async tools(requesterKey, opts = {}) {
       await ready;
       const key = operatorKey(requesterKey, "requesterKey");
@@ -2197,6 +2237,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async close(opts = {}) {
       if (closed) return;
+      await Promise.all([...servers].map((server) => server.close({ reason: "gateway closing" })));
+      servers.clear();
       await ready.catch(() => undefined);
       const deadline = Date.now() + (opts.drainMs ?? 5000);
       while (background.size > 0 && Date.now() < deadline) {
@@ -2214,4 +2256,5 @@ export function createGateway(options: GatewayOptions): Gateway {
       await store.close();
     },
   };
+  return self;
 }

@@ -21,7 +21,6 @@ export {
   type WaitResult,
 } from "./gateway.js";
 export type { OutboxOptions } from "./outbox.js";
-export * from "./protocol.js";
 export {
   createScriptedRunner,
   type ScriptedAgent,
@@ -36,6 +35,7 @@ export type {
   AgentRunResult,
   RunnerTool,
 } from "./runner/types.js";
+export { type GatewayServer, type GatewayToken, type ListenOptions, toWireError } from "./server.js";
 export { createMemoryStore } from "./store/memory.js";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite.js";
 export type * from "./store/types.js";

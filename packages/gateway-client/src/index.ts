@@ -1,0 +1,21 @@
+export {
+  type ClientState,
+  createGatewayClient,
+  type GatewayClient,
+  type GatewayClientOptions,
+  type ReconnectOptions,
+  type RequestOptions,
+  type RunStreamItem,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from "./client.js";
+export { fromWireError, GatewayClientError } from "./errors.js";
+export {
+  createSessionTools,
+  providerJsonSchema,
+  runToolCall,
+  type SessionTool,
+  type SessionToolsOptions,
+  toAnthropicTools,
+  toOpenAiTools,
+} from "./tools.js";

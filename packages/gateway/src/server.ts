@@ -1,0 +1,448 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  ConnectParamsSchema,
+  defaultAgentId,
+  GATEWAY_EVENTS,
+  GATEWAY_METHODS,
+  type GatewayMethodName,
+  type HelloOk,
+  type Logger,
+  PRE_CONNECT_MAX_PAYLOAD,
+  PROTOCOL_VERSION,
+  RequestFrameSchema,
+  SessionsError,
+  silentLogger,
+  toStoreKey,
+  type WireError,
+} from "@sessions/core";
+import { type RawData, WebSocket, WebSocketServer } from "ws";
+import type { Gateway, GatewayEvent } from "./gateway.js";
+
+declare const __SESSIONS_VERSION__: string | undefined;
+const VERSION = typeof __SESSIONS_VERSION__ === "string" ? __SESSIONS_VERSION__ : "0.0.0-dev";
+
+export interface GatewayToken {
+  token: string;
+  /** When set, this token may only call `sessions.tools.call` as this requester session. */
+  requesterKey?: string;
+  label?: string;
+}
+
+export interface ListenOptions {
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** Default 0 (any free port). */
+  port?: number;
+  /**
+   * `{ token }` for one shared operator token, `{ tokens: [...] }` for several (some bound to one requester),
+   * or `"none"` (only allowed on loopback hosts). Default: `"none"` on loopback, required elsewhere.
+   */
+  auth?: { token?: string; tokens?: readonly GatewayToken[] } | "none";
+  /** Interval of `tick` events (default 30,000 ms). */
+  tickIntervalMs?: number;
+  /** Largest frame after `connect` (default 1 MiB); larger frames get `PAYLOAD_TOO_LARGE`. */
+  maxPayload?: number;
+  /** A connection whose unsent output exceeds this is dropped (default 8 MiB). */
+  maxBufferedBytes?: number;
+  logger?: Logger;
+}
+
+export interface GatewayServer {
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  connections(): number;
+  /** Stops accepting, tells every client `shutdown`, closes their sockets. */
+  close(options?: { reason?: string; restartExpectedMs?: number }): Promise<void>;
+}
+
+interface Connection {
+  id: string;
+  ws: WebSocket;
+  connected: boolean;
+  seq: number;
+  subscribed: boolean;
+  boundRequester?: string;
+  scopes: string[];
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value, "utf8").digest();
+}
+
+/** Maps a SessionsError onto the wire's error object (PROTOCOL.md): top-level code plus `details.code`. */
+export function toWireError(error: unknown): WireError {
+  if (!SessionsError.isInstance(error)) {
+    return { code: "UNAVAILABLE", message: "internal error", retryable: true, details: { code: "INTERNAL" } };
+  }
+  const specific = typeof error.details?.code === "string" ? (error.details.code as string) : undefined;
+  const details: Record<string, unknown> = { ...(error.details ?? {}) };
+  delete details.issues;
+  if (error.field !== undefined) details.field = error.field;
+  const base = (code: string, fallback: string): WireError => ({
+    code,
+    message: error.message,
+    details: { ...details, code: specific ?? fallback },
+  });
+  switch (error.code) {
+    case "forbidden":
+      return base("FORBIDDEN", "FORBIDDEN");
+    case "unavailable":
+    case "rate_limited":
+    case "timeout":
+    case "internal":
+      return {
+        ...base("UNAVAILABLE", error.code.toUpperCase()),
+        retryable: true,
+        ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      };
+    case "not_found":
+      return base("INVALID_REQUEST", "NOT_FOUND");
+    case "ambiguous":
+      return base("INVALID_REQUEST", "AMBIGUOUS");
+    case "send_policy_denied":
+      return base("INVALID_REQUEST", "SEND_POLICY_DENIED");
+    case "payload_too_large":
+      return base("INVALID_REQUEST", "PAYLOAD_TOO_LARGE");
+    default:
+      return base("INVALID_REQUEST", "INVALID_PARAMS");
+  }
+}
+
+function wireError(
+  code: string,
+  detailsCode: string,
+  message: string,
+  extra: Partial<WireError> = {},
+): WireError {
+  return { code, message, details: { code: detailsCode }, ...extra };
+}
+
+/** Serves a gateway over WebSocket, speaking PROTOCOL.md. */
+export async function listenGateway(gateway: Gateway, options: ListenOptions = {}): Promise<GatewayServer> {
+  const host = options.host ?? "127.0.0.1";
+  const logger = (options.logger ?? silentLogger).child("server");
+  const tickIntervalMs = options.tickIntervalMs ?? 30_000;
+  const maxPayload = options.maxPayload ?? 1024 * 1024;
+  const maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+  const auth = options.auth ?? (LOOPBACK.test(host) ? "none" : undefined);
+  if (auth === undefined) {
+    throw new SessionsError("invalid_config", `listen: auth is required on non-loopback host ${host}`, {
+      field: "auth",
+    });
+  }
+  const tokens: GatewayToken[] =
+    auth === "none" ? [] : [...(auth.token ? [{ token: auth.token }] : []), ...(auth.tokens ?? [])];
+  if (auth !== "none" && tokens.length === 0) {
+    throw new SessionsError("invalid_config", "listen: auth needs a token (or tokens)", {
+      field: "auth.token",
+    });
+  }
+  const tokenDigests = tokens.map((t) => ({ ...t, digest: digest(t.token) }));
+  await gateway.ready;
+
+  const connections = new Map<string, Connection>();
+  let closing = false;
+
+  function send(conn: Connection, frame: Record<string, unknown>): void {
+    if (conn.ws.readyState !== WebSocket.OPEN) return;
+    if (conn.ws.bufferedAmount > maxBufferedBytes) {
+      logger.warn("dropping slow consumer", { connId: conn.id, buffered: conn.ws.bufferedAmount });
+      conn.ws.terminate();
+      return;
+    }
+    conn.ws.send(JSON.stringify(frame));
+  }
+
+  const sendEvent = (conn: Connection, event: string, payload: unknown) =>
+    send(conn, { type: "event", event, payload, seq: ++conn.seq });
+  const sendOk = (conn: Connection, id: string, payload: unknown) =>
+    send(conn, { type: "res", id, ok: true, payload });
+  const sendError = (conn: Connection, id: string, error: WireError) =>
+    send(conn, { type: "res", id, ok: false, error });
+
+  function authenticate(token: string | undefined): GatewayToken | "open" | undefined {
+    if (auth === "none") return "open";
+    const given = digest(token ?? "");
+    let match: GatewayToken | undefined;
+    // Compare against every token, constant-time each, with no early exit.
+    for (const candidate of tokenDigests) {
+      if (timingSafeEqual(candidate.digest, given) && token !== undefined && match === undefined)
+        match = candidate;
+    }
+    return match;
+  }
+
+  function hello(conn: Connection, role: string): HelloOk {
+    const config = gateway.config;
+    const agentId = defaultAgentId(config);
+    const mainKey = config.session.mainKey;
+    return {
+      type: "hello-ok",
+      protocol: PROTOCOL_VERSION,
+      server: { version: VERSION, connId: conn.id },
+      features: { methods: [...GATEWAY_METHODS], events: [...GATEWAY_EVENTS] },
+      snapshot: {
+        sessionDefaults: {
+          defaultAgentId: agentId,
+          mainKey,
+          mainSessionKey: toStoreKey({ agentId, key: "main", mainKey }),
+          scope: config.session.scope,
+        },
+      },
+      auth: { role, scopes: conn.scopes },
+      policy: { maxPayload, maxBufferedBytes, tickIntervalMs },
+    };
+  }
+
+  async function handleConnect(conn: Connection, id: string, params: unknown): Promise<void> {
+    const parsed = ConnectParamsSchema.safeParse(params);
+    if (!parsed.success) {
+      sendError(conn, id, wireError("INVALID_REQUEST", "INVALID_PARAMS", "connect: invalid params"));
+      conn.ws.close(1008, "invalid connect");
+      return;
+    }
+    const p = parsed.data;
+    if (p.minProtocol > PROTOCOL_VERSION || p.maxProtocol < PROTOCOL_VERSION) {
+      sendError(
+        conn,
+        id,
+        wireError("INVALID_REQUEST", "PROTOCOL_UNSUPPORTED", `protocol ${PROTOCOL_VERSION} only`, {
+          details: { code: "PROTOCOL_UNSUPPORTED", supported: [PROTOCOL_VERSION] },
+        }),
+      );
+      conn.ws.close(1002, "protocol unsupported");
+      return;
+    }
+    const who = authenticate(p.auth?.token);
+    if (who === undefined) {
+      sendError(conn, id, wireError("INVALID_REQUEST", "AUTH_TOKEN_MISMATCH", "gateway token mismatch"));
+      conn.ws.close(1008, "unauthorized");
+      return;
+    }
+    conn.connected = true;
+    conn.scopes = p.scopes ?? ["operator.read", "operator.write", "operator.admin"];
+    if (who !== "open" && who.requesterKey !== undefined) {
+      conn.boundRequester = toStoreKey({ agentId: defaultAgentId(gateway.config), key: who.requesterKey });
+      conn.scopes = ["sessions.tools"];
+    }
+    sendOk(conn, id, hello(conn, p.role ?? "operator"));
+  }
+
+  async function handleRequest(conn: Connection, id: string, method: string, params: unknown): Promise<void> {
+    if (!(GATEWAY_METHODS as readonly string[]).includes(method)) {
+      sendError(conn, id, wireError("INVALID_REQUEST", "UNKNOWN_METHOD", `unknown method: ${method}`));
+      return;
+    }
+    if (conn.boundRequester !== undefined) {
+      const requester = (params as { requesterKey?: unknown } | undefined)?.requesterKey;
+      const scoped =
+        typeof requester === "string"
+          ? (() => {
+              try {
+                return toStoreKey({ agentId: defaultAgentId(gateway.config), key: requester });
+              } catch {
+                return undefined;
+              }
+            })()
+          : undefined;
+      if (method !== "sessions.tools.call" || scoped !== conn.boundRequester) {
+        sendError(
+          conn,
+          id,
+          wireError(
+            "FORBIDDEN",
+            "MISSING_SCOPE",
+            `this token may only call sessions.tools.call as ${conn.boundRequester}`,
+            {
+              details: { code: "MISSING_SCOPE", missingScope: "operator.write" },
+            },
+          ),
+        );
+        return;
+      }
+    }
+    if (method === "sessions.subscribe" || method === "sessions.unsubscribe") {
+      conn.subscribed = method === "sessions.subscribe";
+      sendOk(conn, id, { ok: true, subscribed: conn.subscribed });
+      return;
+    }
+    try {
+      const payload = await gateway.call(method as GatewayMethodName, params);
+      sendOk(conn, id, payload ?? {});
+    } catch (error) {
+      if (!SessionsError.isInstance(error)) logger.error("method failed", { method, error: String(error) });
+      sendError(conn, id, toWireError(error));
+    }
+  }
+
+  function onMessage(conn: Connection, data: RawData, isBinary: boolean): void {
+    const size = Array.isArray(data)
+      ? data.reduce((n, b) => n + b.length, 0)
+      : data instanceof ArrayBuffer
+        ? data.byteLength
+        : data.length;
+    const cap = conn.connected ? maxPayload : PRE_CONNECT_MAX_PAYLOAD;
+    if (size > cap) {
+      sendError(
+        conn,
+        "",
+        wireError("INVALID_REQUEST", "PAYLOAD_TOO_LARGE", `frame of ${size} bytes exceeds ${cap}`),
+      );
+      if (!conn.connected) conn.ws.close(1009, "pre-connect frame too large");
+      return;
+    }
+    if (isBinary) {
+      sendError(conn, "", wireError("INVALID_REQUEST", "INVALID_FRAME", "binary frames are not supported"));
+      return;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(String(data));
+    } catch {
+      sendError(conn, "", wireError("INVALID_REQUEST", "MALFORMED_FRAME", "frame is not valid JSON"));
+      return;
+    }
+    const frame = RequestFrameSchema.safeParse(json);
+    if (!frame.success) {
+      const id =
+        typeof (json as { id?: unknown })?.id === "string" ? ((json as { id: string }).id ?? "") : "";
+      const issue = frame.error.issues[0];
+      sendError(
+        conn,
+        id,
+        wireError(
+          "INVALID_REQUEST",
+          "INVALID_FRAME",
+          `invalid frame: ${issue?.path.join(".") || "frame"}: ${issue?.message}`,
+        ),
+      );
+      return;
+    }
+    const { id, method, params } = frame.data;
+    if (!conn.connected) {
+      if (method !== "connect") {
+        sendError(
+          conn,
+          id,
+          wireError("INVALID_REQUEST", "NOT_CONNECTED", "the first request must be connect"),
+        );
+        conn.ws.close(1008, "connect first");
+        return;
+      }
+      void handleConnect(conn, id, params);
+      return;
+    }
+    if (method === "connect") {
+      sendError(conn, id, wireError("INVALID_REQUEST", "ALREADY_CONNECTED", "already connected"));
+      return;
+    }
+    void handleRequest(conn, id, method, params).catch((error) =>
+      logger.error("request handler crashed", { method, error: String(error) }),
+    );
+  }
+
+  const unsubscribe = gateway.subscribe((event: GatewayEvent) => {
+    for (const conn of connections.values()) {
+      if (!conn.connected || conn.boundRequester !== undefined) continue;
+      if (event.type === "sessions.changed") {
+        if (conn.subscribed) sendEvent(conn, "sessions.changed", { key: event.key, reason: event.reason });
+      } else if (event.type === "delivery") {
+        sendEvent(conn, "delivery", event.record);
+      } else {
+        const { type, ...payload } = event;
+        sendEvent(conn, type, payload);
+      }
+    }
+  });
+
+  const http: Server = createServer((_req, res) => {
+    res.writeHead(426, { "content-type": "text/plain" }).end("sessions gateway: connect with a WebSocket\n");
+  });
+  // The hard cap sits above maxPayload so oversized frames get an error reply instead of a killed socket.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: Math.max(maxPayload * 4, 4 * 1024 * 1024) });
+  http.on("upgrade", (req: IncomingMessage, socket, head) => {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
+  });
+  wss.on("connection", (ws: WebSocket) => {
+    const conn: Connection = {
+      id: randomUUID(),
+      ws,
+      connected: false,
+      seq: 0,
+      subscribed: false,
+      scopes: [],
+    };
+    connections.set(conn.id, conn);
+    ws.on("message", (data, isBinary) => onMessage(conn, data, isBinary));
+    ws.on("close", () => connections.delete(conn.id));
+    ws.on("error", (error) => logger.debug("socket error", { connId: conn.id, error: String(error) }));
+    sendEvent(conn, "connect.challenge", { nonce: randomBytes(16).toString("hex"), ts: Date.now() });
+  });
+
+  const tick = setInterval(() => {
+    for (const conn of connections.values()) if (conn.connected) sendEvent(conn, "tick", { ts: Date.now() });
+  }, tickIntervalMs);
+  tick.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(options.port ?? 0, host, () => {
+      http.off("error", reject);
+      resolve();
+    });
+  });
+  const address = http.address() as AddressInfo;
+  const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+
+  return {
+    url: `ws://${urlHost}:${address.port}`,
+    host: address.address,
+    port: address.port,
+    connections: () => connections.size,
+    async close(closeOptions = {}) {
+      if (closing) return;
+      closing = true;
+      clearInterval(tick);
+      unsubscribe();
+      const stopped = new Promise<void>((resolve) => http.close(() => resolve()));
+      const closed: Promise<void>[] = [];
+      for (const conn of connections.values()) {
+        if (conn.connected) {
+          sendEvent(conn, "shutdown", {
+            reason: closeOptions.reason ?? "gateway stopping",
+            ...(closeOptions.restartExpectedMs === undefined
+              ? {}
+              : { restartExpectedMs: closeOptions.restartExpectedMs }),
+          });
+        }
+        closed.push(
+          new Promise<void>((resolve) => {
+            if (conn.ws.readyState === WebSocket.CLOSED) return resolve();
+            const timer = setTimeout(() => {
+              conn.ws.terminate();
+              resolve();
+            }, 1000);
+            conn.ws.once("close", () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            conn.ws.close(closeOptions.restartExpectedMs === undefined ? 1001 : 1012, "shutdown");
+          }),
+        );
+      }
+      await Promise.all(closed);
+      wss.close();
+      http.closeAllConnections?.();
+      await stopped;
+    },
+  };
+}
