@@ -5,14 +5,30 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/** Node fires timers longer than 2^31-1 ms at once; longer waits are re-armed in chunks. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+interface ChunkedTimer {
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => {
-    const handle = setTimeout(fn, Math.max(0, ms));
-    handle.unref?.();
+    const handle: ChunkedTimer = { timer: undefined };
+    const due = Date.now() + Math.max(0, ms);
+    const arm = () => {
+      const left = due - Date.now();
+      handle.timer = setTimeout(left > MAX_TIMER_MS ? arm : fn, Math.min(Math.max(0, left), MAX_TIMER_MS));
+      handle.timer.unref?.();
+    };
+    arm();
     return handle;
   },
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  clearTimeout: (handle) => {
+    const timer = (handle as ChunkedTimer | undefined)?.timer;
+    if (timer !== undefined) clearTimeout(timer);
+  },
 };
 
 export interface ManualClock extends Clock {

@@ -236,8 +236,9 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
         sessions: { messages: StoredMessage[] }[];
       };
       const messages = list.sessions[0]?.messages ?? [];
-      expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
-      expect(messages.map((m) => messageText(m))).toEqual(["use a tool", "done: use a tool"]);
+      expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "assistant"]);
+      expect(messages.map((m) => messageText(m))).toEqual(["use a tool", "", "done: use a tool"]);
+      expect(messages[1]?.content).toMatchObject([{ type: "tool-call", toolName: "agents_list" }]);
     });
 
     it("reads history newest-N oldest-first, filters tools, resolves sessionIds, and hides invisible sessions", async () => {
@@ -257,7 +258,9 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
         limit: 3,
       })) as { status: string; messages: StoredMessage[] };
       expect(history.status).toBe("ok");
-      expect(history.messages.map((m) => messageText(m))).toEqual(["r3", "4", "r4"]);
+      // Tool results are filtered; the assistant's tool-call message stays (SPEC 3.2 filters results only).
+      expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant", "assistant"]);
+      expect(history.messages.map((m) => messageText(m))).toEqual(["4", "", "r4"]);
       const withTools = (await h.gateway.callTool("main", "sessions_history", {
         sessionKey: "main",
         limit: 3,
@@ -325,13 +328,17 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
       expect(sandboxed.sessions.map((s) => s.key)).toEqual(["main"]);
       const open = (await h.gateway.callTool("main", "sessions_list", {})) as { sessions: { key: string }[] };
       expect(open.sessions.map((s) => s.key)).toEqual([mine.result.sessionKey, "main"]);
-      expect(
-        await h.gateway.callTool("main", "sessions_history", { sessionKey: ops.result.sessionKey }),
-      ).toMatchObject({
-        status: "forbidden",
-        code: "agent_to_agent_disabled",
-        error: expect.stringContaining("tools.agentToAgent.enabled"),
-      });
+      // A session behind the agent-to-agent gate reads exactly like a missing one, by key or by sessionId.
+      const opsEntry = await h.store.getEntry(ops.result.sessionKey);
+      for (const sessionKey of [ops.result.sessionKey, opsEntry?.sessionId]) {
+        expect(await h.gateway.callTool("main", "sessions_history", { sessionKey })).toEqual({
+          status: "not_found",
+          code: "not_found",
+          error: `Session not found: ${sessionKey} (use the key from sessions_list)`,
+          sessionKey,
+          messages: [],
+        });
+      }
     });
 
     it("rejects invalid tool params with a typed error naming the field", async () => {
@@ -682,6 +689,13 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
         expect(await h.store.getEntry(deleted.childSessionKey as string)).toBeUndefined();
         expect(await h.store.countMessages(deleted.childSessionKey as string)).toBe(0);
       });
+      // Deleted only after its announce went out.
+      const announced = h.channel.sent.find(
+        (s) =>
+          s.message.kind === "subagent_announce" &&
+          s.message.text.includes(deleted.childSessionKey as string),
+      );
+      expect(announced).toBeDefined();
       await eventually(async () =>
         expect((await h.store.getSubagent(kept.childSessionKey as string))?.archiveAt).toBeDefined(),
       );
@@ -900,6 +914,266 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
         details: { code: "UNKNOWN_METHOD" },
       });
     });
+  });
+});
+
+describe.each(STORE_KINDS)("review fixes on the %s store", (kind) => {
+  let h: Harness;
+  afterEach(async () => {
+    await h?.close();
+  });
+
+  it("applies an agent's sandbox config on every run path, not only inbound", async () => {
+    let seen: string[] = [];
+    h = await harness(
+      kind,
+      {
+        main: async (turn) => {
+          const list = await turn.callTool<{ sessions: { key: string }[] }>("sessions_list");
+          seen = list.sessions.map((s) => s.key);
+          return "ok";
+        },
+      },
+      {
+        config: {
+          tools: { sessions: { visibility: "agent" } },
+          agents: { list: [{ id: "main", sandboxed: true }] },
+        },
+      },
+    );
+    await h.gateway.receive(group("dev", "x"));
+    const { runId } = await h.gateway.chat.send({ sessionKey: "main", message: "look", idempotencyKey: "k" });
+    await h.gateway.agentWait({ runId });
+    expect(seen).toEqual(["main"]);
+  });
+
+  it("expires thread bindings after idleHours of inactivity", async () => {
+    h = await harness(
+      kind,
+      { main: (t) => (t.kind === "subagent_announce" ? "ANNOUNCE_SKIP" : "ok") },
+      {
+        config: { session: { threadBindings: { idleHours: 1 } } },
+      },
+    );
+    const first = await h.gateway.receive(group("dev", "hi"));
+    await h.gateway.agentWait({ runId: first.runId as string });
+    const spawned = (await h.gateway.callTool(first.sessionKey, "sessions_spawn", {
+      task: "watch",
+      thread: true,
+    })) as { childSessionKey: string };
+    expect((await h.gateway.receive(group("dev", "still there?", { threadId: "t1" }))).sessionKey).toBe(
+      spawned.childSessionKey,
+    );
+    await h.clock.advance(59 * 60_000);
+    expect((await h.gateway.receive(group("dev", "and now?", { threadId: "t1" }))).sessionKey).toBe(
+      spawned.childSessionKey,
+    );
+    await h.clock.advance(61 * 60_000);
+    const late = await h.gateway.receive(group("dev", "anyone?", { threadId: "t1" }));
+    expect(late.sessionKey).toBe("agent:main:chat:group:dev:thread:t1");
+    expect(await h.store.getThreadBinding("chat", "default", "t1")).toBeUndefined();
+  });
+
+  it("never pairs an explicit delivery channel with another channel's account or thread", async () => {
+    h = await harness(kind, { main: echo });
+    await h.gateway.receive(group("dev", "hi", { accountId: "acct1", threadId: "42" }));
+    const { runId } = await h.gateway.agent({
+      message: "post",
+      idempotencyKey: "d1",
+      sessionKey: "agent:main:chat:group:dev:thread:42",
+      deliver: true,
+      channel: "other",
+      to: "room-9",
+    });
+    await h.gateway.agentWait({ runId });
+    const [delivery] = (await h.gateway.deliveries.list({ runId })).deliveries;
+    expect(delivery).toMatchObject({ channel: "other", to: "room-9" });
+    expect(delivery?.accountId).toBeUndefined();
+    expect(delivery?.threadId).toBeUndefined();
+  });
+
+  it("keeps the session's route when a web chat turn comes in", async () => {
+    h = await harness(kind, { main: echo });
+    const tg = await h.gateway.receive(dm("hi"));
+    await h.gateway.receive(dm("from the web ui", { channel: "webchat", to: "ui" }));
+    expect(await h.store.getEntry(tg.sessionKey)).toMatchObject({
+      lastChannel: "chat",
+      deliveryContext: { channel: "chat", to: "user:alice" },
+    });
+    expect((await h.store.listRoutes(tg.sessionKey)).map((r) => r.channel).sort()).toEqual([
+      "chat",
+      "webchat",
+    ]);
+  });
+
+  it("stops a session's runs before deleting it, so a new session with the key starts empty", async () => {
+    h = await harness(kind, {
+      main: async (turn) => {
+        if (turn.text === "slow") await turn.sleep(10_000);
+        return `reply to ${turn.text}`;
+      },
+    });
+    const slow = await h.gateway.receive(dm("slow"));
+    const queued = await h.gateway.receive(dm("queued"));
+    expect(await h.gateway.sessions.delete({ key: "main" })).toMatchObject({ deleted: true });
+    expect(await h.gateway.agentWait({ runId: slow.runId as string })).toMatchObject({
+      status: "error",
+      error: "run aborted",
+    });
+    expect(await h.gateway.agentWait({ runId: queued.runId as string })).toMatchObject({
+      status: "error",
+      error: "run aborted",
+    });
+    await h.clock.advance(20_000);
+    const fresh = await h.gateway.receive(dm("new"));
+    await h.gateway.agentWait({ runId: fresh.runId as string });
+    const history = await h.gateway.chat.history({ sessionKey: "main" });
+    expect(history.messages.map((m) => messageText(m))).toEqual(["new", "reply to new"]);
+  });
+
+  it("holds maxChildrenPerAgent and idempotency under concurrent calls", async () => {
+    h = await harness(
+      kind,
+      {
+        main: async (turn) => {
+          if (turn.kind === "subagent") await turn.sleep(60_000);
+          return "ok";
+        },
+      },
+      { config: { agents: { defaults: { subagents: { maxChildrenPerAgent: 2 } } } } },
+    );
+    const spawns = await Promise.all(
+      Array.from({ length: 5 }, () => h.gateway.callTool("main", "sessions_spawn", { task: "t" })),
+    );
+    expect(spawns.filter((s) => (s as { status: string }).status === "accepted")).toHaveLength(2);
+    const receives = await Promise.all(
+      Array.from({ length: 3 }, () =>
+        h.gateway.receive(dm("once", { messageId: "m-1", peerId: "zed", senderId: "zed" })),
+      ),
+    );
+    expect(new Set(receives.map((r) => r.runId)).size).toBe(1);
+    const sends = await Promise.all(
+      Array.from({ length: 3 }, () =>
+        h.gateway.chat.send({ sessionKey: "agent:main:ops", message: "x", idempotencyKey: "same" }),
+      ),
+    );
+    expect(new Set(sends.map((s) => s.runId)).size).toBe(1);
+    expect(
+      (await h.store.readMessages("agent:main:ops", { limit: 10 })).filter((m) => m.role === "user"),
+    ).toHaveLength(1);
+  });
+
+  it("validates inbound fields and keys, and keeps reserved keys out", async () => {
+    h = await harness(kind, { main: echo });
+    const numeric = await h.gateway.receive(group("dev", "hi", { threadId: 42, messageId: 7 }));
+    expect(numeric.sessionKey).toBe("agent:main:chat:group:dev:thread:42");
+    const colon = await h.gateway.receive(group("dev", "hi", { threadId: "a:b" }));
+    expect(colon.sessionKey).toBe("agent:main:chat:group:dev:thread:a_b");
+    await expect(h.gateway.receive({ ...dm("x"), displayName: 5 as never })).rejects.toMatchObject({
+      code: "invalid_params",
+      field: "displayName",
+    });
+    await expect(h.gateway.callTool("global", "sessions_list", {})).rejects.toMatchObject({
+      code: "invalid_params",
+      field: "requesterKey",
+    });
+    await expect(
+      h.gateway.agent({ message: "x", idempotencyKey: "r", sessionKey: "unknown" }),
+    ).rejects.toMatchObject({ code: "invalid_params", field: "sessionKey" });
+    expect(await h.store.getEntry("global")).toBeUndefined();
+  });
+
+  it("refuses nested spawns by depth (maxSpawnDepth), not only by the tool filter", async () => {
+    let nested: unknown;
+    const agent: ScriptedAgent = async (turn) => {
+      if (turn.kind === "subagent" && turn.text === "outer")
+        nested = await turn.callTool("sessions_spawn", { task: "inner" });
+      return turn.kind === "subagent_announce" ? "ANNOUNCE_SKIP" : "done";
+    };
+    h = await harness(kind, { main: agent }, { config: { tools: { subagents: { tools: { deny: [] } } } } });
+    await h.gateway.callTool("main", "sessions_spawn", { task: "outer" });
+    await eventually(() =>
+      expect(nested).toMatchObject({
+        status: "forbidden",
+        code: "spawn_depth_exceeded",
+        error: expect.stringContaining("maxSpawnDepth"),
+      }),
+    );
+    await h.close();
+    nested = undefined;
+    h = await harness(
+      kind,
+      { main: agent },
+      {
+        config: {
+          tools: { subagents: { tools: { deny: [] } } },
+          agents: { defaults: { subagents: { maxSpawnDepth: 2 } } },
+        },
+      },
+    );
+    await h.gateway.callTool("main", "sessions_spawn", { task: "outer" });
+    await eventually(() => expect(nested).toMatchObject({ status: "accepted" }));
+  });
+
+  it("backs off exponentially between delivery attempts", async () => {
+    h = await harness(kind, { main: echo }, { outbox: { baseDelayMs: 1000, maxAttempts: 5 } });
+    const attempts: number[] = [];
+    const deliver = h.channel.deliver.bind(h.channel);
+    h.channel.deliver = (target, message, options) => {
+      attempts.push(h.clock.now());
+      return deliver(target, message, options);
+    };
+    h.channel.failNext(3);
+    const { runId } = await h.gateway.receive(dm("hi"));
+    await h.gateway.agentWait({ runId: runId as string });
+    for (let i = 0; i < 20 && attempts.length < 4; i++) await h.clock.advance(1000);
+    expect(attempts).toHaveLength(4);
+    const gaps = attempts.slice(1).map((t, i) => t - (attempts[i] as number));
+    expect(gaps[0]).toBeGreaterThanOrEqual(800);
+    expect(gaps[1]).toBeGreaterThan(gaps[0] as number);
+    expect(gaps[2]).toBeGreaterThan(gaps[1] as number);
+    await eventually(() => expect(h.channel.sent).toHaveLength(1));
+  });
+
+  it("closes promptly even when an adapter never answers", async () => {
+    h = await harness(kind, { main: echo }, { outbox: { attemptTimeoutMs: 50 } });
+    h.channel.deliver = () => new Promise(() => {});
+    const { runId } = await h.gateway.receive(dm("hi"));
+    await h.gateway.agentWait({ runId: runId as string });
+    await h.gateway.close({ drainMs: 100 });
+  });
+
+  it("delivers a sessions_send announce that a restart interrupted, once", async () => {
+    let hold = true;
+    const agents: Record<string, ScriptedAgent> = {
+      main: async (turn) => {
+        if (turn.kind === "announce") {
+          while (hold) await turn.sleep(1000);
+          return "announced after restart";
+        }
+        if (turn.kind === "ping_pong") return "REPLY_SKIP";
+        return "reply";
+      },
+    };
+    h = await harness(kind, agents, { config: { tools: { sessions: { visibility: "agent" } } } });
+    await h.gateway.receive(dm("hi"));
+    const ops = await h.gateway.receive(group("ops", "x"));
+    await h.gateway.agentWait({ runId: ops.runId as string });
+    const sent = (await h.gateway.callTool("main", "sessions_send", {
+      sessionKey: ops.sessionKey,
+      message: "q",
+    })) as { runId: string };
+    await eventually(async () =>
+      expect((await h.store.listRunsByStatus(["running"])).some((r) => r.kind === "announce")).toBe(true),
+    );
+    hold = false;
+    h = await h.restart();
+    await eventually(async () => {
+      const [d] = (await h.gateway.deliveries.list({ runId: sent.runId })).deliveries;
+      expect(d).toMatchObject({ kind: "announce", status: "delivered", text: "announced after restart" });
+    });
+    expect(h.channel.sent.filter((s) => s.message.kind === "announce")).toHaveLength(1);
+    expect((await h.store.getRun(sent.runId))?.followUpDone).toBe(true);
   });
 });
 

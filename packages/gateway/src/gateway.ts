@@ -18,6 +18,7 @@ import {
   looksLikeSessionId,
   METHOD_PARAMS,
   type MethodParams,
+  mergeDeliveryContext,
   normalizeAccountId,
   normalizeAgentId,
   normalizeChannelId,
@@ -46,6 +47,7 @@ import {
   toSessionsError,
   toStoreKey,
 } from "@sessions/core";
+import { z } from "zod";
 import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
 import { type Clock, systemClock } from "./clock.js";
 import { Lanes, Semaphore } from "./lanes.js";
@@ -85,6 +87,8 @@ export interface GatewayOptions {
 }
 
 export interface InboundMessage {
+  /** The platform's parent conversation of a thread (recorded, not routed on). */
+  parentId?: string;
   channel: string;
   accountId?: string;
   chatType: "direct" | "group" | "channel";
@@ -256,6 +260,9 @@ interface ToolContext {
 }
 
 interface RunSpec {
+  /** Set when the caller must know the id before the run exists (sub-agent records). */
+  runId?: string;
+  followUp?: RunRecord["followUp"];
   sessionKey: string;
   kind: RunKind;
   input: TranscriptMessage;
@@ -271,6 +278,28 @@ interface RunSpec {
 }
 
 const FINAL_STATUSES = new Set(["ok", "error", "timeout", "aborted"]);
+/** Turns on these surfaces are recorded but never overwrite a session's route (SPEC 8.1). */
+const INTERNAL_ROUTE_CHANNELS = new Set(["webchat", "internal"]);
+
+const idText = z.union([z.string(), z.number().finite()]).transform((v) => String(v).trim());
+const InboundMessageSchema = z.object({
+  channel: z.string().trim().min(1),
+  accountId: z.string().trim().min(1).optional(),
+  chatType: z.enum(["direct", "group", "channel"]),
+  peerId: idText.pipe(z.string().min(1)),
+  senderId: idText.pipe(z.string().min(1)),
+  senderName: z.string().optional(),
+  isOwner: z.boolean().optional(),
+  // A colon would split the key: thread ids keep everything else as sent.
+  threadId: idText.transform((v) => v.replace(/:/g, "_")).optional(),
+  threadKind: z.enum(["thread", "topic"]).optional(),
+  parentId: idText.optional(),
+  to: z.string().trim().min(1),
+  text: z.string().max(256 * 1024),
+  messageId: idText.optional(),
+  displayName: z.string().optional(),
+  agentId: z.string().trim().min(1).optional(),
+});
 const MAX_HISTORY_FIELD = 4000;
 const MAX_HISTORY_BYTES = 80 * 1024;
 const A2A_TURN_WAIT_MS = 10 * 60_000;
@@ -368,6 +397,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const lanes = new Lanes();
   const entryLocks = new Lanes();
+  const idempotencyLocks = new Lanes();
+  const spawnLocks = new Lanes();
   const subagentSlots = new Semaphore(subagentDefaults.maxConcurrent);
   const active = new Map<string, { controller: AbortController; sessionKey: string }>();
   const waiters = new Map<string, Set<(run: RunRecord) => void>>();
@@ -492,38 +523,48 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   async function startRun(spec: RunSpec): Promise<{ run: RunRecord; created: boolean }> {
     if (closed) throw new SessionsError("unavailable", "The gateway is closing", { retryAfterMs: 1000 });
-    if (spec.idempotencyKey !== undefined) {
-      const existing = await store.findRunByIdempotencyKey(spec.idempotencyKey);
-      if (existing !== undefined) return { run: existing, created: false };
-    }
-    const runId = randomUUID();
-    const stored = await store.appendMessage(spec.sessionKey, { ...spec.input, runId });
-    const run: RunRecord = {
-      runId,
-      sessionKey: spec.sessionKey,
-      agentId: parseSessionKey(spec.sessionKey)?.agentId ?? "main",
-      kind: spec.kind,
-      status: "queued",
-      createdAt: now(),
-      inputSeq: stored.seq,
+    const create = async (): Promise<{ run: RunRecord; created: boolean }> => {
+      if (spec.idempotencyKey !== undefined) {
+        const existing = await store.findRunByIdempotencyKey(spec.idempotencyKey);
+        if (existing !== undefined) return { run: existing, created: false };
+      }
+      const runId = spec.runId ?? randomUUID();
+      const stored = await store.appendMessage(spec.sessionKey, { ...spec.input, runId });
+      const run: RunRecord = {
+        runId,
+        sessionKey: spec.sessionKey,
+        agentId: parseSessionKey(spec.sessionKey)?.agentId ?? "main",
+        kind: spec.kind,
+        status: "queued",
+        createdAt: now(),
+        inputSeq: stored.seq,
+      };
+      if (spec.idempotencyKey !== undefined) run.idempotencyKey = spec.idempotencyKey;
+      if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
+      if (spec.followUp !== undefined) run.followUp = spec.followUp;
+      await store.putRun(run);
+      await touch(spec.sessionKey);
+      const controller = new AbortController();
+      active.set(runId, { controller, sessionKey: spec.sessionKey });
+      track(lanes.run(spec.sessionKey, () => executeRun(run, spec, stored, controller)));
+      return { run, created: true };
     };
-    if (spec.idempotencyKey !== undefined) run.idempotencyKey = spec.idempotencyKey;
-    if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
-    await store.putRun(run);
-    await touch(spec.sessionKey);
-    const task = lanes.run(spec.sessionKey, () => executeRun(run, spec, stored));
-    track(task);
-    return { run, created: true };
+    // Check-then-create under one lock per key, so concurrent retries of one request make one run.
+    return spec.idempotencyKey === undefined ? create() : idempotencyLocks.run(spec.idempotencyKey, create);
   }
 
-  async function executeRun(queued: RunRecord, spec: RunSpec, input: StoredMessage): Promise<RunRecord> {
+  async function executeRun(
+    queued: RunRecord,
+    spec: RunSpec,
+    input: StoredMessage,
+    controller: AbortController,
+  ): Promise<RunRecord> {
     const release = spec.subagentSlot ? await subagentSlots.acquire() : undefined;
-    const controller = new AbortController();
-    active.set(queued.runId, { controller, sessionKey: spec.sessionKey });
     let timer: unknown;
     let run: RunRecord = { ...queued, status: "running", startedAt: now() };
     try {
       if (closed) throw new SessionsError("unavailable", "gateway closed before the run started");
+      if (controller.signal.aborted) throw controller.signal.reason;
       const latest = await store.getRun(queued.runId);
       if (latest !== undefined && latest.status !== "queued") return latest;
       await store.putRun(run);
@@ -613,9 +654,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       active.delete(queued.runId);
       release?.();
     }
-    await store.putRun(run);
-    emitFinal(run);
-    notify(run);
+    // The reply is queued before the run is recorded as ok, so a crash in between cannot lose it.
     if (run.status === "ok" && run.reply && run.deliverTo?.channel && run.deliverTo.to) {
       await outbox.enqueue({
         idempotencyKey: `reply:${run.runId}`,
@@ -626,6 +665,9 @@ export function createGateway(options: GatewayOptions): Gateway {
         text: run.reply,
       });
     }
+    await store.putRun(run);
+    emitFinal(run);
+    notify(run);
     if (spec.onSettled !== undefined) track(spec.onSettled(run));
     return run;
   }
@@ -725,12 +767,15 @@ export function createGateway(options: GatewayOptions): Gateway {
       }, timeoutMs);
       set.add(onDone);
       // The run may have ended between the read above and registering.
-      void store.getRun(runId).then((latest) => {
-        if (latest !== undefined && FINAL_STATUSES.has(latest.status) && set?.has(onDone)) {
-          set.delete(onDone);
-          onDone(latest);
-        }
-      });
+      store.getRun(runId).then(
+        (latest) => {
+          if (latest !== undefined && FINAL_STATUSES.has(latest.status) && set?.has(onDone)) {
+            set.delete(onDone);
+            onDone(latest);
+          }
+        },
+        (error) => logger.warn("run re-check failed", { runId, error: String(error) }),
+      );
     });
   }
 
@@ -743,10 +788,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   ): ToolContext {
     const parsed = parseSessionKey(requesterKey);
     const isSubagent = parsed?.subagent === true;
+    const agentId = parsed?.agentId ?? "main";
     return {
       requesterKey,
-      agentId: parsed?.agentId ?? "main",
-      sandboxed,
+      agentId,
+      // Sandboxing follows the agent's config on every run path, and children inherit it from their parent.
+      sandboxed: sandboxed || findAgentConfig(config, agentId)?.sandboxed === true,
       isSubagent,
       depth: entry?.spawnDepth ?? (isSubagent ? 1 : 0),
     };
@@ -890,9 +937,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         candidates.push(...(await store.findEntriesBySessionId(input.trim())));
     }
     const decisions = candidates.map((entry) => ({ entry, decision: access(ctx, action, entry) }));
-    const visible = decisions.filter(
-      (d) => d.decision.allowed || (!d.decision.allowed && !d.decision.code.startsWith("visibility_")),
-    );
+    // Only a self-send is worth explaining; every other denial looks exactly like a missing session.
+    const visible = decisions.filter((d) => d.decision.allowed || d.decision.code === "send_to_self");
     if (visible.length === 0) return notFound(input);
     if (visible.length > 1) {
       return {
@@ -902,10 +948,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       };
     }
     const only = visible[0] as (typeof visible)[number];
-    if (!only.decision.allowed) {
-      const status = only.decision.code === "send_to_self" ? "error" : "forbidden";
-      return { status, code: only.decision.code, error: only.decision.message };
-    }
+    if (!only.decision.allowed)
+      return { status: "error", code: only.decision.code, error: only.decision.message };
     return { entry: only.entry };
   }
 
@@ -1026,26 +1070,22 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   /** The newest `limit` messages without tool results, reading back in chunks (cost ∝ limit for normal chats). */
+  /** The newest `limit` messages without tool results, reading back in chunks (cost ∝ limit for normal chats). */
   async function readNonToolMessages(key: string, limit: number): Promise<StoredMessage[]> {
     const out: StoredMessage[] = [];
     let before: number | undefined;
-    for (let round = 0; round < 50 && out.length < limit; round++) {
+    while (out.length < limit) {
       const chunk = await store.readMessages(key, {
         limit: Math.max(limit * 2, 20),
         ...(before === undefined ? {} : { beforeSeq: before }),
       });
-      if (chunk.length === 0) break;
       for (let i = chunk.length - 1; i >= 0 && out.length < limit; i--) {
         const message = chunk[i] as StoredMessage;
-        if (!isToolMessage(message) && !Array.isArray(message.content)) out.push(message);
-        else if (
-          !isToolMessage(message) &&
-          Array.isArray(message.content) &&
-          !message.content.some((p) => p.type === "tool-call")
-        )
-          out.push(message);
+        if (!isToolMessage(message)) out.push(message);
       }
-      before = (chunk[0] as StoredMessage).seq;
+      const first = chunk[0];
+      if (first === undefined || first.seq <= 1) break;
+      before = first.seq;
     }
     return out.reverse();
   }
@@ -1127,8 +1167,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       },
       system: [a2aContext(ctx.requesterKey, sourceChannel, target.key)],
       tools: toolContextFor(target, target.key, false),
-      onSettled: (primary) =>
-        agentToAgentFlow(ctx.requesterKey, sourceChannel, target.key, params.message, primary),
+      followUp: {
+        kind: "agent_to_agent",
+        requesterKey: ctx.requesterKey,
+        requesterChannel: sourceChannel,
+        request: params.message,
+      },
+      onSettled: (primary) => agentToAgentFlow(primary),
     });
     const sessionKey = displayKey(ctx, target.key);
     if (params.timeoutSeconds === 0) {
@@ -1162,14 +1207,31 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   /** SPEC 5: reply-back ping-pong, then the announce step (target agent only). */
-  async function agentToAgentFlow(
+  /** Runs the follow-up of a `sessions_send` run and marks it done (so a restart resumes it only if needed). */
+  async function agentToAgentFlow(primary: RunRecord): Promise<void> {
+    const followUp = primary.followUp;
+    if (followUp === undefined || closed) return;
+    if (primary.status === "ok") {
+      await replyBackAndAnnounce(
+        followUp.requesterKey,
+        followUp.requesterChannel,
+        primary.sessionKey,
+        followUp.request,
+        primary,
+      );
+    }
+    if (closed) return;
+    const latest = await store.getRun(primary.runId);
+    if (latest !== undefined) await store.putRun({ ...latest, followUpDone: true });
+  }
+
+  async function replyBackAndAnnounce(
     requesterKey: string,
     requesterChannel: string,
     targetKey: string,
     request: string,
     primary: RunRecord,
   ): Promise<void> {
-    if (primary.status !== "ok" || closed) return;
     const round1 = primary.reply ?? "";
     let latest = round1;
     const targetChannel = await channelFor(targetKey);
@@ -1239,6 +1301,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       ],
       tools: null,
     });
+    // A gateway that is closing leaves the announce to the next start (the run's follow-up stays pending).
+    if (closed) return;
     const text = announce.reply ?? "";
     const idempotencyKey = `announce:${primary.runId}`;
     const base = { idempotencyKey, kind: "announce" as const, sessionKey: targetKey, runId: primary.runId };
@@ -1292,33 +1356,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         error: `Unknown model "${params.model}" (known: ${knownModels.join(", ")})`,
       };
     }
-    const activeChildren = await store.listSubagents({
-      requesterKey: ctx.requesterKey,
-      statuses: ["running", "announcing"],
-    });
-    if (activeChildren.length >= subagentDefaults.maxChildrenPerAgent) {
-      return {
-        status: "forbidden",
-        code: "max_children",
-        error: `This session already has ${activeChildren.length} active sub-agents (agents.defaults.subagents.maxChildrenPerAgent is ${subagentDefaults.maxChildrenPerAgent})`,
-      };
-    }
     const childKey = buildSubagentSessionKey(targetAgent);
-    const child = await ensureEntry(childKey, {
-      spawnedBy: ctx.requesterKey,
-      spawnDepth: ctx.depth + 1,
-      ...(params.label === undefined ? {} : { label: params.label }),
-      ...(model === undefined ? {} : { model }),
-      ...(params.thinking === undefined ? {} : { thinkingLevel: params.thinking }),
-    });
-    if (params.thread) {
-      const bound = await bindThread(ctx, requester, child, params.label ?? params.task.slice(0, 60));
-      if (!bound.ok) {
-        await store.deleteEntry(childKey, { transcript: true });
-        return { status: "error", code: "thread_unavailable", error: bound.error };
-      }
-    }
-    const timeoutSeconds = params.runTimeoutSeconds ?? subagentDefaults.runTimeoutSeconds;
     const runId = randomUUID();
     const record: SubagentRecord = {
       childKey,
@@ -1331,9 +1369,48 @@ export function createGateway(options: GatewayOptions): Gateway {
       createdAt: now(),
       ...(params.label === undefined ? {} : { label: params.label }),
     };
-    await store.putSubagent(record);
-    const childCtx = toolContextFor(child, childKey, false);
+    // Count and reserve under one lock per requester, so parallel spawns cannot overshoot the limit.
+    const activeCount = await spawnLocks.run(ctx.requesterKey, async () => {
+      const active = await store.listSubagents({
+        requesterKey: ctx.requesterKey,
+        statuses: ["running", "announcing"],
+      });
+      if (active.length >= subagentDefaults.maxChildrenPerAgent) return active.length;
+      await store.putSubagent(record);
+      return undefined;
+    });
+    if (activeCount !== undefined) {
+      return {
+        status: "forbidden",
+        code: "max_children",
+        error: `This session already has ${activeCount} active sub-agents (agents.defaults.subagents.maxChildrenPerAgent is ${subagentDefaults.maxChildrenPerAgent})`,
+      };
+    }
+    const child = await ensureEntry(childKey, {
+      spawnedBy: ctx.requesterKey,
+      spawnDepth: ctx.depth + 1,
+      ...(params.label === undefined ? {} : { label: params.label }),
+      ...(model === undefined ? {} : { model }),
+      ...(params.thinking === undefined ? {} : { thinkingLevel: params.thinking }),
+    });
+    if (params.thread) {
+      const bound = await bindThread(ctx, requester, child, params.label ?? params.task.slice(0, 60));
+      if (!bound.ok) {
+        await store.deleteEntry(childKey, { transcript: true });
+        await store.putSubagent({
+          ...record,
+          status: "done",
+          outcome: "error",
+          error: bound.error,
+          endedAt: now(),
+        });
+        return { status: "error", code: "thread_unavailable", error: bound.error };
+      }
+    }
+    const timeoutSeconds = params.runTimeoutSeconds ?? subagentDefaults.runTimeoutSeconds;
+    const childCtx = toolContextFor(child, childKey, ctx.sandboxed);
     const { run } = await startRun({
+      runId,
       sessionKey: childKey,
       kind: "subagent",
       input: {
@@ -1357,7 +1434,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       subagentSlot: true,
       onSettled: (finished) => subagentFinished(childKey, finished),
     });
-    if (run.runId !== runId) await store.putSubagent({ ...record, runId: run.runId });
     return { status: "accepted", runId: run.runId, childSessionKey: childKey, mode: params.mode };
   }
 
@@ -1388,11 +1464,12 @@ export function createGateway(options: GatewayOptions): Gateway {
         error: `Thread bindings are disabled for ${channel} (session.threadBindings.enabled)`,
       };
     try {
-      const created = await adapter.createThread({
-        parent: parent as DeliveryTarget,
-        name,
-        sessionKey: child.key,
-      });
+      const created = await Promise.race([
+        adapter.createThread({ parent: parent as DeliveryTarget, name, sessionKey: child.key }),
+        new Promise<never>((_, reject) => {
+          setTimeout(() => reject(new Error("the adapter did not answer within 30 s")), 30_000).unref();
+        }),
+      ]);
       const accountId = normalizeAccountId(parent.accountId);
       const to = created.to ?? parent.to;
       await store.putThreadBinding({
@@ -1464,6 +1541,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       });
       announceReply = announce.status === "ok" ? (announce.reply ?? "") : "";
       silent = announce.status === "ok" && isAnnounceSkip(announceReply);
+      // Closing mid-announce: the record stays "announcing" and the next start announces.
+      if (closed) return;
     }
     let deliveryId: string | undefined;
     if (!silent) {
@@ -1481,6 +1560,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           ...(child?.inputTokens === undefined ? {} : { inputTokens: child.inputTokens }),
           ...(child?.outputTokens === undefined ? {} : { outputTokens: child.outputTokens }),
           ...(child?.totalTokens === undefined ? {} : { totalTokens: child.totalTokens }),
+          ...(run.usage?.costUsd === undefined ? {} : { costUsd: run.usage.costUsd }),
           sessionKey: childKey,
           ...(child === undefined ? {} : { sessionId: child.sessionId }),
           ...(child === undefined || store.transcriptPath?.(child.sessionId) === undefined
@@ -1610,6 +1690,28 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // ------------------------------------------------------------------ inbound
 
+  /** The session bound to a thread, if the binding is still live (expired ones are removed). */
+  function touchThreadBinding(
+    channel: string,
+    accountId: string,
+    threadId: string,
+  ): Promise<string | undefined> {
+    return entryLocks.run(`binding:${channel}:${accountId}:${threadId}`, async () => {
+      const binding = await store.getThreadBinding(channel, accountId, threadId);
+      if (binding === undefined) return undefined;
+      const t = now();
+      const idle = binding.idleHours > 0 && t - binding.lastActivityAt > binding.idleHours * 3_600_000;
+      const old = binding.maxAgeHours > 0 && t - binding.boundAt > binding.maxAgeHours * 3_600_000;
+      if (idle || old) {
+        await store.deleteThreadBinding(channel, accountId, threadId);
+        logger.debug("thread binding expired", { channel, threadId, sessionKey: binding.sessionKey });
+        return undefined;
+      }
+      await store.putThreadBinding({ ...binding, lastActivityAt: t });
+      return binding.sessionKey;
+    });
+  }
+
   async function receive(raw: InboundMessage): Promise<ReceiveResult> {
     await ready;
     const inbound = validateInbound(raw);
@@ -1618,13 +1720,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const agentId = normalizeAgentId(inbound.agentId ?? defaultAgentId(config));
     const threadId = inbound.threadId?.trim() || undefined;
     let sessionKey: string | undefined;
-    if (threadId !== undefined) {
-      const binding = await store.getThreadBinding(channel, accountId, threadId);
-      if (binding !== undefined) {
-        sessionKey = binding.sessionKey;
-        await store.putThreadBinding({ ...binding, lastActivityAt: now() });
-      }
-    }
+    if (threadId !== undefined) sessionKey = await touchThreadBinding(channel, accountId, threadId);
     if (sessionKey === undefined) {
       const base = buildPeerSessionKey({
         agentId,
@@ -1659,12 +1755,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       ...(threadId === undefined ? {} : { threadId }),
       updatedAt: now(),
     });
+    // Internal surfaces (web chat UI, internal) are recorded as routes but never replace the session's route.
     await touch(key, {
-      deliveryContext: route,
-      lastChannel: channel,
-      lastTo: inbound.to,
-      lastAccountId: accountId,
-      ...(threadId === undefined ? {} : { lastThreadId: threadId }),
+      ...(INTERNAL_ROUTE_CHANNELS.has(channel)
+        ? {}
+        : {
+            deliveryContext: route,
+            lastChannel: channel,
+            lastTo: inbound.to,
+            lastAccountId: accountId,
+            ...(threadId === undefined ? {} : { lastThreadId: threadId }),
+          }),
       ...(inbound.displayName ? { displayName: inbound.displayName } : {}),
     });
 
@@ -1726,34 +1827,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   function validateInbound(raw: InboundMessage): InboundMessage {
-    if (raw === null || typeof raw !== "object")
-      throw sessionsError("invalid_params", "receive needs an inbound message object");
-    const requireText = (field: keyof InboundMessage) => {
-      const value = raw[field];
-      if (typeof value !== "string" || value.trim() === "")
-        throw sessionsError("invalid_params", `Inbound message: ${field} must be a non-empty string`, field);
-    };
-    requireText("channel");
-    requireText("peerId");
-    requireText("senderId");
-    requireText("to");
-    if (typeof raw.text !== "string")
-      throw sessionsError("invalid_params", "Inbound message: text must be a string", "text");
-    if (!["direct", "group", "channel"].includes(raw.chatType)) {
-      throw sessionsError(
-        "invalid_params",
-        `Inbound message: chatType must be direct, group or channel (got ${String(raw.chatType)})`,
-        "chatType",
-      );
-    }
-    if (raw.threadKind !== undefined && raw.threadKind !== "thread" && raw.threadKind !== "topic") {
-      throw sessionsError(
-        "invalid_params",
-        "Inbound message: threadKind must be thread or topic",
-        "threadKind",
-      );
-    }
-    return raw;
+    const parsed = InboundMessageSchema.safeParse(raw);
+    if (!parsed.success) throw toSessionsError(parsed.error, "invalid_params", "Invalid inbound message");
+    return parsed.data as InboundMessage;
   }
 
   // ------------------------------------------------------------------ methods
@@ -1803,14 +1879,32 @@ export function createGateway(options: GatewayOptions): Gateway {
     return entry;
   }
 
-  const operatorKey = (key: string, field = "key") => {
+  /** Aborts a session's running and queued runs (or just `runId`); returns the ids aborted. */
+  function abortSession(key: string, runId?: string): string[] {
+    const runIds: string[] = [];
+    for (const [id, info] of active) {
+      if (info.sessionKey !== key || (runId !== undefined && runId !== id) || info.controller.signal.aborted)
+        continue;
+      info.controller.abort(new RunAborted());
+      runIds.push(id);
+    }
+    return runIds;
+  }
+
+  /** A caller's key scoped to an agent; unparseable or reserved keys are `invalid_params` naming `field`. */
+  const operatorKey = (key: string, field = "key", agentId = defaultAgentId(config)) => {
+    let resolved: string;
     try {
-      return storeKey(defaultAgentId(config), key);
+      resolved = storeKey(agentId, key);
     } catch (error) {
       if (SessionsError.isInstance(error))
         throw new SessionsError("invalid_params", error.message, { field });
       throw error;
     }
+    if (isReservedKey(resolved)) {
+      throw new SessionsError("invalid_params", `Session key "${resolved}" is reserved`, { field });
+    }
+    return resolved;
   };
 
   const methods = {
@@ -1899,6 +1993,12 @@ export function createGateway(options: GatewayOptions): Gateway {
         (typeof METHOD_PARAMS)["sessions.delete"]
       >;
       const key = operatorKey(p.key);
+      // Runs of the session stop first, so nothing writes into a transcript that is being removed.
+      abortSession(key);
+      await lanes.run(key, async () => undefined);
+      for (const binding of await store.listThreadBindings({ sessionKey: key })) {
+        await store.deleteThreadBinding(binding.channel, binding.accountId, binding.threadId);
+      }
       const deleted = await entryLocks.run(key, () =>
         store.deleteEntry(key, { transcript: p.deleteTranscript !== false }),
       );
@@ -1974,13 +2074,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       const p = parseParams("chat.abort", params) as import("zod").infer<
         (typeof METHOD_PARAMS)["chat.abort"]
       >;
-      const key = operatorKey(p.sessionKey, "sessionKey");
-      const runIds: string[] = [];
-      for (const [runId, info] of active) {
-        if (info.sessionKey !== key || (p.runId !== undefined && p.runId !== runId)) continue;
-        info.controller.abort(new RunAborted());
-        runIds.push(runId);
-      }
+      const runIds = abortSession(operatorKey(p.sessionKey, "sessionKey"), p.runId);
       return { ok: true as const, aborted: runIds.length > 0, runIds };
     },
     async agent(params: unknown) {
@@ -1990,14 +2084,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           (p.sessionKey ? parseSessionKey(p.sessionKey)?.agentId : undefined) ??
           defaultAgentId(config),
       );
-      let key: string;
-      try {
-        key = storeKey(agentId, p.sessionKey ?? "main");
-      } catch (error) {
-        throw SessionsError.isInstance(error)
-          ? new SessionsError("invalid_params", error.message, { field: "sessionKey" })
-          : error;
-      }
+      const key = operatorKey(p.sessionKey ?? "main", "sessionKey", agentId);
       const existing = await store.findRunByIdempotencyKey(p.idempotencyKey);
       if (existing !== undefined) {
         return {
@@ -2018,10 +2105,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           { channel: p.channel, to: p.to, accountId: p.accountId, threadId: p.threadId },
           aliases,
         );
-        deliverTo =
-          deliverTo?.to === undefined
-            ? normalizeDeliveryContext(entry.deliveryContext, aliases)
-            : { ...normalizeDeliveryContext(entry.deliveryContext, aliases), ...deliverTo };
+        deliverTo = mergeDeliveryContext(deliverTo, entry.deliveryContext, aliases);
         if (deliverTo?.channel === undefined || deliverTo.to === undefined)
           throw sessionsError(
             "invalid_params",
@@ -2125,7 +2209,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (!Object.hasOwn(sessionTools, name)) {
       const extra = extraTools.find((t) => t.name === name);
       if (extra === undefined) throw sessionsError("invalid_params", `Unknown tool: ${name}`, "name");
-      return extra.execute(params);
+      const checked = extra.parameters.safeParse(params ?? {});
+      if (!checked.success)
+        throw toSessionsError(checked.error, "invalid_params", `Invalid ${name} parameters`);
+      return extra.execute(checked.data);
     }
     const key = operatorKey(requesterKey, "requesterKey");
     const entry = await ensureEntry(key);
@@ -2150,11 +2237,25 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const pending = await store.listSubagents({ statuses: ["running", "announcing"] });
     for (const record of pending) {
-      const run = await store.getRun(record.runId);
-      if (run !== undefined && FINAL_STATUSES.has(run.status)) {
+      const stored = await store.getRun(record.runId);
+      // A record whose run never got written (a crash between the two) ended as an error all the same.
+      const run: RunRecord = stored ?? {
+        runId: record.runId,
+        sessionKey: record.childKey,
+        agentId: parseSessionKey(record.childKey)?.agentId ?? "main",
+        kind: "subagent",
+        status: "error",
+        createdAt: record.createdAt,
+        endedAt: now(),
+        error: "gateway restarted before the run started",
+      };
+      if (FINAL_STATUSES.has(run.status)) {
         await store.putSubagent({ ...record, status: "running" });
         track(subagentFinished(record.childKey, run));
       }
+    }
+    for (const run of await store.listPendingFollowUps()) {
+      if (FINAL_STATUSES.has(run.status)) track(agentToAgentFlow(run));
     }
     await outbox.replay();
     await sweep();
@@ -2250,7 +2351,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       closed = true;
       for (const info of active.values()) info.controller.abort(new RunAborted());
       outbox.stop();
-      await outbox.drain();
+      await outbox.drain(opts.drainMs ?? 5000);
       if (archiveTimer !== undefined) clock.clearTimeout(archiveTimer);
       await Promise.allSettled([...background]);
       await store.close();

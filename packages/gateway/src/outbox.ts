@@ -16,6 +16,8 @@ export interface OutboxOptions {
   /** First retry delay; doubles per attempt with ±20% jitter (default 1,000 ms). */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** An adapter call that has not settled after this long counts as a failed attempt (default 30,000 ms). */
+  attemptTimeoutMs?: number;
 }
 
 export interface OutboxDeps {
@@ -39,6 +41,15 @@ export interface EnqueueDelivery {
   suppressedReason?: string;
 }
 
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SessionsError("timeout", message)), ms);
+    timer.unref?.();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
  * The durable outbox: every delivery is persisted before it is sent, retried with backoff, deduplicated by its
  * idempotency key, replayed after a restart, and ends `delivered`, `suppressed` (send policy) or `failed`.
@@ -48,6 +59,7 @@ export function createOutbox(deps: OutboxDeps) {
   const maxAttempts = deps.options?.maxAttempts ?? 6;
   const baseDelay = deps.options?.baseDelayMs ?? 1000;
   const maxDelay = deps.options?.maxDelayMs ?? 5 * 60_000;
+  const attemptTimeout = deps.options?.attemptTimeoutMs ?? 30_000;
   const inFlight = new Set<string>();
   const attempts = new Set<Promise<void>>();
   let timer: unknown;
@@ -98,10 +110,14 @@ export function createOutbox(deps: OutboxDeps) {
       if (record.accountId !== undefined) target.accountId = record.accountId;
       if (record.threadId !== undefined) target.threadId = record.threadId;
       try {
-        const receipt = await adapter.deliver(
-          target,
-          { text: record.text, kind: record.kind, sessionKey: record.sessionKey },
-          { idempotencyKey: record.idempotencyKey },
+        const receipt = await withTimeout(
+          adapter.deliver(
+            target,
+            { text: record.text, kind: record.kind, sessionKey: record.sessionKey },
+            { idempotencyKey: record.idempotencyKey },
+          ),
+          attemptTimeout,
+          `the ${record.channel} adapter did not answer within ${attemptTimeout} ms`,
         );
         await finish(record, {
           status: "delivered",
@@ -144,7 +160,7 @@ export function createOutbox(deps: OutboxDeps) {
       () => {
         timer = undefined;
         timerAt = Number.POSITIVE_INFINITY;
-        void pump();
+        pump().catch((error) => logger.error("outbox pump failed", { error: String(error) }));
       },
       Math.max(0, at - clock.now()),
     );
@@ -161,7 +177,9 @@ export function createOutbox(deps: OutboxDeps) {
         break;
       }
     }
-    if (queued.length === 100) schedule(now + 10);
+    // A full page that is all due means more may be waiting behind it; otherwise the timer above covers it.
+    const last = queued[queued.length - 1];
+    if (queued.length === 100 && last !== undefined && last.nextAttemptAt <= now) schedule(now + 10);
   }
 
   return {
@@ -192,9 +210,15 @@ export function createOutbox(deps: OutboxDeps) {
     },
     /** Replays everything queued (at start, after a restart). */
     replay: pump,
-    /** Waits for attempts under way. */
-    async drain(): Promise<void> {
-      while (attempts.size > 0) await Promise.allSettled([...attempts]);
+    /** Waits for attempts under way, at most `timeoutMs`. */
+    async drain(timeoutMs = attemptTimeout): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (attempts.size > 0 && Date.now() < deadline) {
+        await Promise.race([
+          Promise.allSettled([...attempts]),
+          new Promise((resolve) => setTimeout(resolve, Math.max(1, deadline - Date.now())).unref?.()),
+        ]);
+      }
     },
     stop() {
       stopped = true;

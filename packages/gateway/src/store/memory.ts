@@ -119,6 +119,9 @@ export function createMemoryStore(): SessionStore {
     async listRunsByStatus(statuses: readonly RunStatus[]) {
       return [...runs.values()].filter((r) => statuses.includes(r.status)).map(clone);
     },
+    async listPendingFollowUps() {
+      return [...runs.values()].filter((r) => r.followUp !== undefined && r.followUpDone !== true).map(clone);
+    },
     async enqueueDelivery(record) {
       const existingId = deliveryByKey.get(record.idempotencyKey);
       const existing = existingId === undefined ? undefined : deliveries.get(existingId);

@@ -134,6 +134,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
   db.pragma("busy_timeout = 5000");
   db.pragma("foreign_keys = OFF");
   db.exec(SCHEMA);
+  const runColumns = db.prepare("PRAGMA table_info(runs)").all() as { name: string }[];
+  if (!runColumns.some((c) => c.name === "follow_up_pending")) {
+    db.exec("ALTER TABLE runs ADD COLUMN follow_up_pending INTEGER NOT NULL DEFAULT 0");
+  }
+  db.exec(
+    "CREATE INDEX IF NOT EXISTS runs_follow_up ON runs (follow_up_pending) WHERE follow_up_pending = 1",
+  );
   const version = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
     | { value: string }
     | undefined;
@@ -170,11 +177,14 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     // Sequence numbers are contiguous from 1, so the last one is the count (an index seek, not a scan).
     countMessages: db.prepare("SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE session_key = ?"),
     putRun: db.prepare(
-      `INSERT INTO runs (run_id, status, idempotency_key, data) VALUES (@runId, @status, @idempotencyKey, @data)
-       ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, idempotency_key = excluded.idempotency_key, data = excluded.data`,
+      `INSERT INTO runs (run_id, status, idempotency_key, follow_up_pending, data)
+       VALUES (@runId, @status, @idempotencyKey, @followUpPending, @data)
+       ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, idempotency_key = excluded.idempotency_key,
+         follow_up_pending = excluded.follow_up_pending, data = excluded.data`,
     ),
     getRun: db.prepare("SELECT data FROM runs WHERE run_id = ?"),
     runByKey: db.prepare("SELECT data FROM runs WHERE idempotency_key = ?"),
+    pendingFollowUps: db.prepare("SELECT data FROM runs WHERE follow_up_pending = 1"),
     insertDelivery: db.prepare(
       `INSERT INTO deliveries (id, idempotency_key, session_key, run_id, status, next_attempt_at, created_at, data)
        VALUES (@id, @idempotencyKey, @sessionKey, @runId, @status, @nextAttemptAt, @createdAt, @data)
@@ -364,6 +374,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         runId: run.runId,
         status: run.status,
         idempotencyKey: run.idempotencyKey ?? null,
+        followUpPending: run.followUp !== undefined && run.followUpDone !== true ? 1 : 0,
         data: JSON.stringify(run),
       });
     },
@@ -380,6 +391,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       if (statuses.length === 0) return [];
       const sql = `SELECT data FROM runs WHERE status IN (${statuses.map(() => "?").join(", ")})`;
       return parseAll<RunRecord>(listStatement(sql).all(...statuses) as Row[]);
+    },
+    async listPendingFollowUps() {
+      open();
+      return parseAll<RunRecord>(s.pendingFollowUps.all() as Row[]);
     },
     async enqueueDelivery(record) {
       open();

@@ -43,6 +43,9 @@ export interface RunRecord {
   usage?: RunUsage;
   /** The seq of the message that started the run. */
   inputSeq?: number;
+  /** Work that must follow the run even across a restart (the agent-to-agent loop and announce). */
+  followUp?: { kind: "agent_to_agent"; requesterKey: string; requesterChannel: string; request: string };
+  followUpDone?: boolean;
 }
 
 export type DeliveryStatus = "queued" | "delivered" | "suppressed" | "failed";
@@ -165,6 +168,8 @@ export interface SessionStore {
   getRun(runId: string): Promise<RunRecord | undefined>;
   findRunByIdempotencyKey(idempotencyKey: string): Promise<RunRecord | undefined>;
   listRunsByStatus(statuses: readonly RunStatus[]): Promise<RunRecord[]>;
+  /** Runs with a `followUp` not yet marked done. */
+  listPendingFollowUps(): Promise<RunRecord[]>;
 
   /** Inserts unless a record with the same idempotency key exists; returns the stored one either way. */
   enqueueDelivery(record: DeliveryRecord): Promise<{ record: DeliveryRecord; created: boolean }>;
