@@ -29,6 +29,11 @@ const smoke = {
       'const tools: import("@sessions/gateway-client").SessionTool[] = [];\nexport const openai = m.toOpenAiTools(tools);',
     browser: true,
   },
+  "@sessions/mcp": {
+    expr: 'typeof m.createSessionsMcpServer === "function" && typeof m.runSessionsMcp === "function"',
+    types: "export type Options = Parameters<typeof m.runSessionsMcp>[0];",
+    browser: false,
+  },
   "@sessions/gateway": {
     expr: 'typeof m.createGateway === "function" && typeof m.createMemoryStore().getEntry === "function"',
     types:
@@ -79,7 +84,15 @@ try {
   step("npm install", () =>
     run(
       "npm",
-      ["install", "--no-audit", "--no-fund", "--ignore-scripts", ...tarballs.map((t) => t.tarball)],
+      // Node-only packages are checked the way Node users consume them: with @types/node present.
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--ignore-scripts",
+        "@types/node@20",
+        ...tarballs.map((t) => t.tarball),
+      ],
       consumer,
     ),
   );
@@ -108,7 +121,7 @@ try {
           moduleResolution: "nodenext",
           strict: true,
           noEmit: true,
-          types: [],
+          types: check.browser ? [] : ["node"],
           skipLibCheck: false,
         },
         files: ["consumer.ts", "consumer.cts"],

@@ -435,7 +435,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
   function requestRaw(method: string, params: unknown, opts: RequestOptions): Promise<unknown> {
     if (state === "closed") {
-      return Promise.reject(clientError("unavailable", "the client is closed", { requestSent: false }));
+      return Promise.reject(
+        fatal ?? clientError("unavailable", "the client is closed", { requestSent: false }),
+      );
     }
     const id = String(++counter);
     const frame = JSON.stringify({ type: "req", id, method, params: params ?? {} });

@@ -2291,6 +2291,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         host: server.host,
         port: server.port,
         connections: () => server.connections(),
+        stopAccepting: () => server.stopAccepting(),
         async close(closeOptions) {
           servers.delete(server);
           await close(closeOptions);
@@ -2338,8 +2339,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async close(opts = {}) {
       if (closed) return;
-      await Promise.all([...servers].map((server) => server.close({ reason: "gateway closing" })));
-      servers.clear();
+      // Graceful order: refuse new connections, let running work finish (up to drainMs), then say shutdown.
+      for (const server of servers) server.stopAccepting();
       await ready.catch(() => undefined);
       const deadline = Date.now() + (opts.drainMs ?? 5000);
       while (background.size > 0 && Date.now() < deadline) {
@@ -2348,6 +2349,8 @@ export function createGateway(options: GatewayOptions): Gateway {
           new Promise((r) => setTimeout(r, Math.max(1, deadline - Date.now()))),
         ]);
       }
+      await Promise.all([...servers].map((server) => server.close({ reason: "gateway closing" })));
+      servers.clear();
       closed = true;
       for (const info of active.values()) info.controller.abort(new RunAborted());
       outbox.stop();

@@ -54,6 +54,8 @@ export interface GatewayServer {
   readonly host: string;
   readonly port: number;
   connections(): number;
+  /** Refuses new connections; existing ones keep working (the first step of a graceful stop). */
+  stopAccepting(): void;
   /** Stops accepting, tells every client `shutdown`, closes their sockets. */
   close(options?: { reason?: string; restartExpectedMs?: number }): Promise<void>;
 }
@@ -147,19 +149,32 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
 
   const connections = new Map<string, Connection>();
   let closing = false;
+  let closed = false;
 
-  function send(conn: Connection, frame: Record<string, unknown>): void {
+  function sendRaw(conn: Connection, text: string): void {
     if (conn.ws.readyState !== WebSocket.OPEN) return;
     if (conn.ws.bufferedAmount > maxBufferedBytes) {
       logger.warn("dropping slow consumer", { connId: conn.id, buffered: conn.ws.bufferedAmount });
       conn.ws.terminate();
       return;
     }
-    conn.ws.send(JSON.stringify(frame));
+    conn.ws.send(text);
   }
+
+  const send = (conn: Connection, frame: Record<string, unknown>) => sendRaw(conn, JSON.stringify(frame));
 
   const sendEvent = (conn: Connection, event: string, payload: unknown) =>
     send(conn, { type: "event", event, payload, seq: ++conn.seq });
+
+  /** A broadcast serialises its payload once; only the per-connection `seq` differs between copies. */
+  function broadcast(event: string, payload: unknown, include: (conn: Connection) => boolean) {
+    let prefix: string | undefined;
+    for (const conn of connections.values()) {
+      if (!conn.connected || conn.boundRequester !== undefined || !include(conn)) continue;
+      prefix ??= `{"type":"event","event":${JSON.stringify(event)},"payload":${JSON.stringify(payload ?? null)},"seq":`;
+      sendRaw(conn, `${prefix}${++conn.seq}}`);
+    }
+  }
   const sendOk = (conn: Connection, id: string, payload: unknown) =>
     send(conn, { type: "res", id, ok: true, payload });
   const sendError = (conn: Connection, id: string, error: WireError) =>
@@ -346,17 +361,15 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
     );
   }
 
+  const everyone = () => true;
   const unsubscribe = gateway.subscribe((event: GatewayEvent) => {
-    for (const conn of connections.values()) {
-      if (!conn.connected || conn.boundRequester !== undefined) continue;
-      if (event.type === "sessions.changed") {
-        if (conn.subscribed) sendEvent(conn, "sessions.changed", { key: event.key, reason: event.reason });
-      } else if (event.type === "delivery") {
-        sendEvent(conn, "delivery", event.record);
-      } else {
-        const { type, ...payload } = event;
-        sendEvent(conn, type, payload);
-      }
+    if (event.type === "sessions.changed") {
+      broadcast("sessions.changed", { key: event.key, reason: event.reason }, (conn) => conn.subscribed);
+    } else if (event.type === "delivery") {
+      broadcast("delivery", event.record, everyone);
+    } else {
+      const { type, ...payload } = event;
+      broadcast(type, payload, everyone);
     }
   });
 
@@ -401,6 +414,12 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
     });
   });
   const address = http.address() as AddressInfo;
+  let stopped: Promise<void> = Promise.resolve();
+  function stopAccepting() {
+    if (closing) return;
+    closing = true;
+    stopped = new Promise<void>((resolve) => http.close(() => resolve()));
+  }
   const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
 
   return {
@@ -408,13 +427,14 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
     host: address.address,
     port: address.port,
     connections: () => connections.size,
+    stopAccepting,
     async close(closeOptions = {}) {
-      if (closing) return;
-      closing = true;
+      if (closed) return;
+      closed = true;
+      stopAccepting();
       clearInterval(tick);
       unsubscribe();
-      const stopped = new Promise<void>((resolve) => http.close(() => resolve()));
-      const closed: Promise<void>[] = [];
+      const sockets: Promise<void>[] = [];
       for (const conn of connections.values()) {
         if (conn.connected) {
           sendEvent(conn, "shutdown", {
@@ -424,7 +444,7 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
               : { restartExpectedMs: closeOptions.restartExpectedMs }),
           });
         }
-        closed.push(
+        sockets.push(
           new Promise<void>((resolve) => {
             if (conn.ws.readyState === WebSocket.CLOSED) return resolve();
             const timer = setTimeout(() => {
@@ -439,7 +459,7 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
           }),
         );
       }
-      await Promise.all(closed);
+      await Promise.all(sockets);
       wss.close();
       http.closeAllConnections?.();
       await stopped;

@@ -1,0 +1,177 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatTable } from "./table.js";
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const cli = join(here, "cli.ts");
+const demoConfig = join(here, "..", "examples", "demo.json5");
+const dir = mkdtempSync(join(tmpdir(), "sessions-cli-"));
+const token = "cli-test-token";
+
+let server: ChildProcess;
+let url = "";
+let serverLog = "";
+
+function startServer(args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", cli, "serve", ...args], {
+      cwd: here,
+      env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout?.on("data", (d) => {
+      serverLog += String(d);
+      const match = /listening (ws:\/\/\S+)/.exec(serverLog);
+      if (match) resolve({ child, url: match[1] as string });
+    });
+    child.stderr?.on("data", (d) => {
+      serverLog += String(d);
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${serverLog}`)));
+  });
+}
+
+async function sessions(...args: string[]) {
+  return run(process.execPath, ["--import", "tsx", cli, "sessions", ...args, "--url", url], {
+    cwd: here,
+    env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
+  });
+}
+
+async function failing(args: string[], env: Record<string, string> = {}) {
+  try {
+    await run(process.execPath, ["--import", "tsx", cli, ...args], {
+      cwd: here,
+      env: { ...process.env, ...env },
+    });
+  } catch (error) {
+    return error as { code: number; stderr: string; stdout: string };
+  }
+  throw new Error(`expected ${args.join(" ")} to fail`);
+}
+
+beforeAll(async () => {
+  ({ child: server, url } = await startServer([
+    "--config",
+    demoConfig,
+    "--port",
+    "0",
+    "--db",
+    join(dir, "gw.db"),
+  ]));
+}, 30_000);
+
+afterAll(() => {
+  server?.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("sessions-gateway", () => {
+  it("serves the demo config and answers the client subcommands", async () => {
+    const sent = await sessions("send", "main", "hello", "over", "the", "wire", "--wait");
+    expect(sent.stdout.trim()).toBe("echo: hello over the wire");
+
+    const spawned = await sessions(
+      "spawn",
+      "main",
+      "dig",
+      "into",
+      "it",
+      "--agent",
+      "research",
+      "--label",
+      "digger",
+    );
+    expect(spawned.stdout).toMatch(/^accepted agent:research:subagent:[0-9a-f-]{36} \(run [0-9a-f-]{36}\)/);
+
+    const list = await sessions("list");
+    const lines = list.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^KEY\s+KIND\s+CHANNEL\s+LABEL\s+UPDATEDAT\s+TOTALTOKENS$/);
+    expect(list.stdout).toContain("agent:main:main");
+    expect(list.stdout).toMatch(/agent:research:subagent:\S+\s+direct\s+digger/);
+    expect(lines.at(-1)).toBe("2 session(s)");
+
+    const json = JSON.parse((await sessions("list", "--json")).stdout);
+    expect(json).toMatchObject({ count: 2, hasMore: false });
+
+    const patched = await sessions("patch", "main", "--label", "home", "--send-policy", "deny");
+    expect(patched.stdout).toMatch(/agent:main:main\s+home\s+deny/);
+    const inherit = JSON.parse(
+      (await sessions("patch", "main", "--send-policy", "inherit", "--json")).stdout,
+    );
+    expect(inherit.entry.sendPolicy).toBeUndefined();
+
+    const history = await sessions("history", "main", "--limit", "20");
+    expect(history.stdout).toMatch(
+      /^SEQ\s+ROLE\s+TEXT\n1\s+user\s+hello over the wire\n2\s+assistant\s+echo: hello over the wire/,
+    );
+  });
+
+  it("prints one clear line and a non-zero code on errors", async () => {
+    const usage = await failing(["sessions", "history", "--url", url], { SESSIONS_GATEWAY_TOKEN: token });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr.trim().split("\n")).toEqual([
+      "sessions-gateway: usage: sessions history <key> [--limit N]",
+    ]);
+
+    const auth = await failing(["sessions", "list", "--url", url], { SESSIONS_GATEWAY_TOKEN: "wrong" });
+    expect(auth.code).toBe(1);
+    expect(auth.stderr.trim()).toBe("sessions-gateway: gateway token mismatch");
+
+    const missing = await failing(["sessions", "patch", "agent:main:ghost", "--label", "x", "--url", url], {
+      SESSIONS_GATEWAY_TOKEN: token,
+    });
+    expect(missing.stderr.trim()).toBe("sessions-gateway: Session not found: agent:main:ghost");
+
+    const badConfig = join(dir, "bad.json5");
+    writeFileSync(badConfig, "{ tools: { sessions: { visibility: 'everyone' } } }");
+    const invalid = await failing([
+      "serve",
+      "--config",
+      badConfig,
+      "--port",
+      "0",
+      "--db",
+      join(dir, "bad.db"),
+    ]);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr.trim()).toBe(
+      'sessions-gateway: Invalid sessions config: tools.sessions.visibility: Invalid option: expected one of "self"|"tree"|"agent"|"all"',
+    );
+
+    const unreachable = await failing(["sessions", "list", "--url", "ws://127.0.0.1:9"]);
+    expect(unreachable.stderr.trim()).toMatch(/^sessions-gateway: /);
+    expect(unreachable.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("drains and exits 0 on SIGTERM, telling clients shutdown", async () => {
+    const second = await startServer(["--port", "0", "--db", join(dir, "second.db")]);
+    const exited = new Promise<number | null>((resolve) => second.child.once("exit", resolve));
+    second.child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(serverLog).toContain("SIGTERM: draining");
+  });
+});
+
+describe("formatTable", () => {
+  it("aligns columns and renders timestamps and objects", () => {
+    const text = formatTable(
+      [
+        { key: "a", n: 1, at: Date.UTC(2026, 0, 2, 3, 4, 5) },
+        { key: "longer-key", n: 22, obj: { x: 1 } },
+      ],
+      ["key", "n", "at", "obj"],
+    );
+    expect(text.split("\n")).toEqual([
+      "KEY         N   AT                   OBJ",
+      "a           1   2026-01-02 03:04:05",
+      'longer-key  22                       {"x":1}',
+    ]);
+  });
+});
