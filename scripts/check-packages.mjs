@@ -34,6 +34,16 @@ const smoke = {
     types: "export type Options = Parameters<typeof m.runSessionsMcp>[0];",
     browser: false,
   },
+  "@sessions/adapter-telegram": {
+    expr: 'typeof m.createTelegramAdapter === "function" && m.telegramChatId("group:-1") === "-1"',
+    types: 'export type Config = import("@sessions/adapter-telegram").TelegramAdapterConfig;',
+    browser: false,
+  },
+  "@sessions/testing": {
+    expr: 'typeof m.createFakeTelegramApi === "function" && m.telegramUpdate("group-text").message.chat.type === "supergroup"',
+    types: 'export const update: Record<string, unknown> = m.telegramUpdate("private-text");',
+    browser: false,
+  },
   "@sessions/gateway": {
     expr: 'typeof m.createGateway === "function" && typeof m.createMemoryStore().getEntry === "function"',
     types:
@@ -91,6 +101,8 @@ try {
         "--no-fund",
         "--ignore-scripts",
         "@types/node@20",
+        // grammY's own .d.ts imports node-fetch, which ships no types; its users install these.
+        "@types/node-fetch@2",
         ...tarballs.map((t) => t.tarball),
       ],
       consumer,

@@ -1,7 +1,9 @@
 export * from "./access.js";
+export * from "./adapter.js";
 export * from "./agent-to-agent.js";
 export * from "./announce.js";
 export * from "./channels.js";
+export { chunkMessage } from "./chunk.js";
 export * from "./config.js";
 export * from "./delivery.js";
 export * from "./errors.js";

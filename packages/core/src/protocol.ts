@@ -285,7 +285,7 @@ export const SessionsListPayloadSchema = z.looseObject({
   sessions: z.array(GatewayRowSchema),
 });
 
-export const DeliveryReceiptSchema = z.looseObject({
+export const DeliveryRecordSchema = z.looseObject({
   id: z.string(),
   idempotencyKey: z.string(),
   kind: z.string(),
@@ -304,7 +304,7 @@ export const DeliveryReceiptSchema = z.looseObject({
   lastError: z.string().optional(),
   receipt: z.array(z.string()).optional(),
 });
-export type DeliveryReceipt = z.infer<typeof DeliveryReceiptSchema>;
+export type DeliveryRecordPayload = z.infer<typeof DeliveryRecordSchema>;
 
 export const AgentWaitPayloadSchema = z.looseObject({
   runId: z.string(),
@@ -349,8 +349,8 @@ export const METHOD_PAYLOADS = {
     scope: z.string(),
     agents: z.array(z.object({ id: z.string(), name: z.string().optional() })),
   }),
-  "deliveries.get": DeliveryReceiptSchema,
-  "deliveries.list": z.looseObject({ deliveries: z.array(DeliveryReceiptSchema) }),
+  "deliveries.get": DeliveryRecordSchema,
+  "deliveries.list": z.looseObject({ deliveries: z.array(DeliveryRecordSchema) }),
   "sessions.tools.call": z.unknown(),
   "sessions.subscribe": z.looseObject({ ok: z.literal(true), subscribed: z.boolean() }),
   "sessions.unsubscribe": z.looseObject({ ok: z.literal(true), subscribed: z.boolean() }),

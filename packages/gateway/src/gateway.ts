@@ -48,7 +48,7 @@ import {
   toStoreKey,
 } from "@sessions/core";
 import { z } from "zod";
-import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
+import type { ChannelAdapterV1, DeliveryTarget, InboundMessage, ReceiveResult } from "./adapter.js";
 import { type Clock, systemClock } from "./clock.js";
 import { Lanes, Semaphore } from "./lanes.js";
 import { createOutbox, type OutboxOptions } from "./outbox.js";
@@ -84,37 +84,6 @@ export interface GatewayOptions {
   outbox?: OutboxOptions;
   /** How many recent messages a run sees (default 50). */
   historyWindow?: number;
-}
-
-export interface InboundMessage {
-  /** The platform's parent conversation of a thread (recorded, not routed on). */
-  parentId?: string;
-  channel: string;
-  accountId?: string;
-  chatType: "direct" | "group" | "channel";
-  /** The conversation: the user id for DMs, the group/channel id otherwise. */
-  peerId: string;
-  senderId: string;
-  senderName?: string;
-  isOwner?: boolean;
-  threadId?: string;
-  /** `topic` for Telegram forum topics; default `thread`. */
-  threadKind?: "thread" | "topic";
-  /** Where replies go (`channel:<id>`, a chat id, …). */
-  to: string;
-  text: string;
-  /** Platform message id: a redelivered message with the same id is not run twice. */
-  messageId?: string;
-  displayName?: string;
-  agentId?: string;
-}
-
-export interface ReceiveResult {
-  sessionKey: string;
-  runId?: string;
-  /** Set when the message was the `/send` command. */
-  command?: { mode: "allow" | "deny" | "inherit" | null; applied: boolean };
-  duplicate?: boolean;
 }
 
 export type GatewayEvent =

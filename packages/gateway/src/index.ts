@@ -3,7 +3,10 @@ export type {
   ChannelCapabilities,
   DeliveryReceipt,
   DeliveryTarget,
+  InboundGateway,
+  InboundMessage,
   OutboundMessage,
+  ReceiveResult,
 } from "./adapter.js";
 export { type Clock, createManualClock, type ManualClock, systemClock } from "./clock.js";
 export {
@@ -15,8 +18,6 @@ export {
   type GatewayOptions,
   type GatewayRow,
   type GatewayTool,
-  type InboundMessage,
-  type ReceiveResult,
   type SessionsListPayload,
   type WaitResult,
 } from "./gateway.js";

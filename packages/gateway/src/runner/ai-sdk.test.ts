@@ -1,7 +1,8 @@
 import { SESSION_TOOL_NAMES } from "@sessions/core";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterEach, describe, expect, it } from "vitest";
-import type { GatewayEvent, GatewayOptions, InboundMessage } from "../gateway.js";
+import type { InboundMessage } from "../adapter.js";
+import type { GatewayEvent, GatewayOptions } from "../gateway.js";
 import { eventually, type Harness, harness } from "../test-kit.js";
 import { messageText } from "../transcript.js";
 import { type AiSdkRunnerOptions, createAiSdkRunner } from "./ai-sdk.js";

@@ -1,4 +1,10 @@
-import type { DeliveryContext, SessionEntry, SessionKind, TranscriptMessage } from "@sessions/core";
+import type {
+  DeliveryContext,
+  DeliveryKind,
+  SessionEntry,
+  SessionKind,
+  TranscriptMessage,
+} from "@sessions/core";
 
 /** A session entry as stored: the spec's fields plus the kind computed when it was written (for indexed filters). */
 export interface StoredEntry extends SessionEntry {
@@ -49,7 +55,7 @@ export interface RunRecord {
 }
 
 export type DeliveryStatus = "queued" | "delivered" | "suppressed" | "failed";
-export type DeliveryKind = "reply" | "announce" | "subagent_announce" | "notice";
+export type { DeliveryKind } from "@sessions/core";
 
 export interface DeliveryRecord {
   id: string;

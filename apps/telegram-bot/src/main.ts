@@ -1,0 +1,49 @@
+// A Telegram bot with session tools. Real: TELEGRAM_BOT_TOKEN=… pnpm --filter telegram-bot start [-- --runner ./runner.js]
+// Offline: pnpm --filter telegram-bot start -- --fake  (a fake Bot API on 127.0.0.1 plays a short conversation)
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { createTelegramAdapter } from "@sessions/adapter-telegram";
+import { type AgentRunner, createGateway, createScriptedRunner } from "@sessions/gateway";
+import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
+import { Bot } from "grammy";
+
+const args = process.argv.slice(2).filter((a) => a !== "--");
+const { values } = parseArgs({ args, options: { fake: { type: "boolean" }, runner: { type: "string" } } });
+const fake = values.fake ? await createFakeTelegramApi() : undefined;
+const token = fake?.token ?? process.env.TELEGRAM_BOT_TOKEN;
+if (!token) throw new Error("set TELEGRAM_BOT_TOKEN, or pass --fake");
+
+// Any AgentRunner works, e.g. createAiSdkRunner({ model }) from "@sessions/gateway/ai-sdk" in a --runner module.
+const runner: AgentRunner = values.runner
+  ? (await import(pathToFileURL(resolve(values.runner)).href)).default
+  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+
+const bot = new Bot(token, fake ? { client: { apiRoot: fake.apiRoot } } : {});
+const adapter = createTelegramAdapter({ bot });
+const gateway = createGateway({ path: ".sessions/telegram-bot.db", runner, adapters: [adapter] });
+adapter.attach(gateway);
+void bot.start({ onStart: (me) => console.log(`@${me.username} is listening`) });
+
+if (fake) {
+  for (const [name, text] of [
+    ["private-text", "hello bot"],
+    ["forum-topic-text", "any news?"],
+  ] as const) {
+    fake.pushUpdate(telegramUpdate(name, { text }));
+    console.log(`user → ${text}`);
+  }
+  while (fake.callsOf("sendMessage").length < 2) await new Promise((r) => setTimeout(r, 20));
+  for (const call of fake.callsOf("sendMessage"))
+    console.log(`bot → ${call.params.text} (chat ${call.params.chat_id})`);
+  await bot.stop();
+  await gateway.close();
+  await fake.close();
+} else {
+  const stop = async () => {
+    await bot.stop();
+    await gateway.close();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}

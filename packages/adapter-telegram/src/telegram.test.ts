@@ -1,0 +1,221 @@
+import {
+  createGateway,
+  createManualClock,
+  createMemoryStore,
+  createScriptedRunner,
+  type Gateway,
+  type GatewayOptions,
+  type ScriptedAgent,
+} from "@sessions/gateway";
+import { createFakeTelegramApi, type FakeTelegramApi, telegramUpdate } from "@sessions/testing";
+import { Bot } from "grammy";
+import type { Update } from "grammy/types";
+import { afterEach, describe, expect, it } from "vitest";
+import { createTelegramAdapter, type TelegramAdapter } from "./index.js";
+
+let api: FakeTelegramApi;
+let gateway: Gateway;
+let bot: Bot;
+let adapter: TelegramAdapter;
+const clock = createManualClock();
+
+afterEach(async () => {
+  await bot?.stop().catch(() => undefined);
+  await gateway?.close({ drainMs: 200 });
+  await api?.close();
+});
+
+async function setup(
+  agents: Record<string, ScriptedAgent>,
+  options: Partial<GatewayOptions> = {},
+  adapterOptions: { ownerIds?: number[] } = {},
+) {
+  api = await createFakeTelegramApi();
+  bot = new Bot(api.token, { client: { apiRoot: api.apiRoot } });
+  await bot.init();
+  adapter = createTelegramAdapter({ bot, ...adapterOptions });
+  gateway = createGateway({
+    store: createMemoryStore(),
+    runner: createScriptedRunner({ agents, clock, fallback: () => "ok" }),
+    adapters: [adapter],
+    clock,
+    ...options,
+  });
+  adapter.attach(gateway);
+  await gateway.ready;
+}
+
+async function feed(update: Record<string, unknown>) {
+  await bot.handleUpdate(update as unknown as Update);
+}
+
+async function until(check: () => boolean, what: string) {
+  for (let i = 0; i < 400; i++) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const sent = () => api.callsOf("sendMessage").map((c) => c.params);
+
+describe("Telegram adapter through real grammY against a fake Bot API", () => {
+  it("answers a group message in the same chat, with typing while the run is in progress", async () => {
+    await setup({ main: (t) => `echo: ${t.text}` });
+    await feed(telegramUpdate("group-text"));
+    await until(() => sent().length === 1, "the reply");
+    expect(sent()[0]).toMatchObject({ chat_id: "-100200300400", text: "echo: status please" });
+    expect(sent()[0]).not.toHaveProperty("message_thread_id");
+    expect(api.callsOf("sendChatAction")[0]?.params).toMatchObject({
+      chat_id: "-100200300400",
+      action: "typing",
+    });
+    const [row] = (await gateway.sessions.list()).sessions;
+    expect(row).toMatchObject({
+      key: "agent:main:telegram:group:-100200300400",
+      displayName: "Ops Team",
+      channel: "telegram",
+    });
+  });
+
+  it("gives a forum topic its own session and replies into the topic; the General topic gets no thread id", async () => {
+    await setup({ main: (t) => `echo: ${t.text}` });
+    await feed(telegramUpdate("forum-topic-text"));
+    await until(() => sent().length === 1, "the topic reply");
+    expect(sent()[0]).toMatchObject({ chat_id: "-100900800700", message_thread_id: 77 });
+    expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toContain(
+      "agent:main:telegram:group:-100900800700:topic:77",
+    );
+
+    await feed(telegramUpdate("forum-general-text"));
+    await until(() => sent().length === 2, "the General reply");
+    expect(sent()[1]).toMatchObject({ chat_id: "-100900800700", text: "echo: hello general" });
+    expect(sent()[1]).not.toHaveProperty("message_thread_id");
+    await feed(telegramUpdate("forum-general-text", { message_thread_id: 1, is_topic_message: false }));
+    await until(() => sent().length === 3, "the second General reply");
+    expect(sent()[2]).not.toHaveProperty("message_thread_id");
+  });
+
+  it("does not turn reply chains in ordinary groups into topics, and ignores bots", async () => {
+    await setup({ main: (t) => `echo: ${t.text}` });
+    await feed(telegramUpdate("group-reply-chain"));
+    await until(() => sent().length === 1, "the reply");
+    expect(sent()[0]).not.toHaveProperty("message_thread_id");
+    expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual([
+      "agent:main:telegram:group:-100200300400",
+    ]);
+    await feed(telegramUpdate("other-bot-text"));
+    await feed(telegramUpdate("group-text", { from: { ...api.bot } }));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(sent()).toHaveLength(1);
+  });
+
+  it("chunks long replies at 4,096 characters and returns every message id", async () => {
+    const paragraph = "word ".repeat(600).trim();
+    await setup({ main: () => `${paragraph}\n\n${paragraph}\n\n${paragraph}` });
+    const { runId } = await gateway.receive(
+      adapter.resolveInbound(telegramUpdate("private-text").message as never) as never,
+    );
+    await gateway.agentWait({ runId: runId as string });
+    await until(() => sent().length === 3, "three chunks");
+    for (const params of sent()) expect(String(params.text).length).toBeLessThanOrEqual(4096);
+    const [receipt] = (await gateway.deliveries.list({ runId: runId as string })).deliveries;
+    expect(receipt).toMatchObject({
+      status: "delivered",
+      receipt: expect.arrayContaining([expect.any(String)]),
+    });
+    expect(receipt?.receipt).toHaveLength(3);
+  });
+
+  it("turns a 429 into a retry at retry_after, without resending chunks already delivered", async () => {
+    await setup({ main: () => `${"a".repeat(4000)}\n\n${"b".repeat(100)}` });
+    // The second chunk hits the rate limit: only it may be sent again.
+    let calls = 0;
+    const original = bot.api.sendMessage.bind(bot.api);
+    bot.api.sendMessage = (async (...args: Parameters<typeof original>) => {
+      calls++;
+      if (calls === 2)
+        api.failNext("sendMessage", 1, {
+          error_code: 429,
+          description: "Too Many Requests: retry after 7",
+          parameters: { retry_after: 7 },
+        });
+      return original(...args);
+    }) as typeof original;
+    await feed(telegramUpdate("private-text"));
+    await until(() => api.callsOf("sendMessage").length === 2, "the first chunk and the rate-limited one");
+    const runId = (await gateway.deliveries.list()).deliveries[0]?.runId as string;
+    const [queued] = (await gateway.deliveries.list({ runId })).deliveries;
+    expect(queued).toMatchObject({ status: "queued", attempts: 1 });
+    expect(queued?.lastError).toContain("rate limit");
+    await clock.advance(6000);
+    expect(api.callsOf("sendMessage")).toHaveLength(2);
+    await clock.advance(1500);
+    await until(() => api.callsOf("sendMessage").length === 3, "the retry");
+    const texts = api.callsOf("sendMessage").map((c) => String(c.params.text)[0]);
+    expect(texts).toEqual(["a", "b", "b"]);
+  });
+
+  it("creates a forum topic for sessions_spawn({ thread: true }) and announces there", async () => {
+    await setup({
+      main: async (t) => {
+        if (t.kind === "subagent") return "Result: three papers";
+        if (t.kind === "subagent_announce") return "Result: 3 papers found\nNotes:\n- none";
+        if (t.text.startsWith("research")) {
+          await t.callTool("sessions_spawn", { task: "find papers", thread: true, label: "Papers run" });
+          return "started a topic for it";
+        }
+        return "ok";
+      },
+    });
+    await feed(telegramUpdate("forum-general-text", { text: "research please" }));
+    await until(() => api.callsOf("createForumTopic").length === 1, "the topic");
+    expect(api.callsOf("createForumTopic")[0]?.params).toMatchObject({
+      chat_id: "-100900800700",
+      name: "Papers run",
+    });
+    await until(() => sent().some((p) => String(p.text).startsWith("Status: success")), "the announce");
+    const announce = sent().find((p) => String(p.text).startsWith("Status: success"));
+    expect(announce).toMatchObject({ chat_id: "-100900800700", message_thread_id: 500 });
+  });
+
+  it("suppresses group replies a send policy denies and records suppressed", async () => {
+    await setup(
+      { main: () => "hi" },
+      {
+        config: {
+          session: {
+            sendPolicy: { rules: [{ match: { channel: "telegram", chatType: "group" }, action: "deny" }] },
+          },
+        },
+      },
+    );
+    await feed(telegramUpdate("group-text"));
+    for (let i = 0; i < 100; i++) {
+      const [d] = (await gateway.deliveries.list()).deliveries;
+      if (d?.status === "suppressed") break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect((await gateway.deliveries.list()).deliveries[0]).toMatchObject({
+      status: "suppressed",
+      lastError: expect.stringContaining("rules[0]"),
+    });
+    expect(sent()).toHaveLength(0);
+  });
+
+  it("lets only owners run /send, and polls real updates through getUpdates", async () => {
+    await setup({ main: (t) => `echo: ${t.text}` }, {}, { ownerIds: [424242] });
+    bot.start({ drop_pending_updates: false });
+    api.pushUpdate(telegramUpdate("group-text", { text: "/send off" }));
+    await until(() => sent().length === 1, "the refusal");
+    expect(sent()[0]?.text).toBe("Only the owner can change this session's send policy.");
+    api.pushUpdate(
+      telegramUpdate("group-text", {
+        text: "/send off",
+        from: { id: 424242, is_bot: false, first_name: "Alice" },
+      }),
+    );
+    await until(() => sent().length === 2, "the confirmation");
+    expect(sent()[1]?.text).toBe("Send policy: off for this session.");
+  });
+});

@@ -1,0 +1,216 @@
+import {
+  type ChannelAdapterV1,
+  chunkMessage,
+  type DeliveryReceipt,
+  type DeliveryTarget,
+  type InboundGateway,
+  type InboundMessage,
+  type OutboundMessage,
+  SessionsError,
+} from "@sessions/core";
+import type { Bot, Context } from "grammy";
+import type { Message } from "grammy/types";
+
+/** Telegram's cap on one message's text. */
+export const TELEGRAM_MAX_MESSAGE_LENGTH = 4096;
+/** The General topic of a forum: messages to it are sent without `message_thread_id`. */
+export const GENERAL_TOPIC_ID = 1;
+
+export interface TelegramAdapterConfig {
+  /** Your grammY bot (point `client.apiRoot` at a fake server in tests). */
+  bot: Bot;
+  /** Which bot account this is, for several bots on one gateway (default `default`). */
+  accountId?: string;
+  /** Telegram user ids allowed to run owner-only commands such as `/send on|off|inherit`. */
+  ownerIds?: readonly (number | string)[];
+  /** The agent that answers (default: the gateway's default agent). */
+  agentId?: string;
+  /** Show "typing…" while a run is in progress (default true). */
+  typing?: boolean;
+}
+
+/** The facts the adapter reads from a Telegram message before handing it to the gateway. */
+export interface TelegramInbound extends InboundMessage {
+  channel: "telegram";
+}
+
+export interface TelegramAdapter extends ChannelAdapterV1 {
+  readonly channel: "telegram";
+  /** Routes the bot's messages into a gateway (`gateway.receive`) and registers the adapter's delivery side. */
+  attach(gateway: InboundGateway): void;
+  /** The inbound message for one Telegram message, or `null` for messages the bot ignores. */
+  resolveInbound(message: Message): TelegramInbound | null;
+}
+
+function displayName(message: Message): string | undefined {
+  const chat = message.chat;
+  if (chat.type === "private")
+    return [chat.first_name, chat.last_name].filter(Boolean).join(" ") || undefined;
+  return chat.title;
+}
+
+/**
+ * `to` as the gateway stores it may carry a peer-kind prefix (`group:-100…` from a key-derived announce target);
+ * Telegram only wants the numeric chat id.
+ */
+export function telegramChatId(to: string): string {
+  return to.replace(/^(group|channel|chat|user):/, "");
+}
+
+function toSessionsError(error: unknown): SessionsError {
+  const e = error as {
+    error_code?: number;
+    description?: string;
+    parameters?: { retry_after?: number };
+    message?: string;
+  };
+  if (typeof e?.error_code === "number") {
+    if (e.error_code === 429) {
+      const seconds = e.parameters?.retry_after ?? 1;
+      return new SessionsError("rate_limited", `Telegram rate limit: ${e.description ?? "429"}`, {
+        retryAfterMs: seconds * 1000,
+        cause: error,
+      });
+    }
+    if (e.error_code >= 400 && e.error_code < 500) {
+      // Chat not found, bot blocked, bad request: retrying will not help.
+      return new SessionsError(
+        "invalid_params",
+        `Telegram refused the message: ${e.description ?? e.error_code}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+  return new SessionsError("unavailable", `Telegram unreachable: ${e?.message ?? String(error)}`, {
+    cause: error,
+  });
+}
+
+/** A sessions channel adapter for a grammY bot: inbound routing, chunked delivery, forum topics, typing. */
+export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAdapter {
+  const { bot } = config;
+  if (bot === null || typeof bot !== "object" || typeof bot.api?.sendMessage !== "function") {
+    throw new SessionsError("invalid_config", "createTelegramAdapter: bot must be a grammY Bot", {
+      field: "bot",
+    });
+  }
+  const accountId = config.accountId ?? "default";
+  const owners = new Set((config.ownerIds ?? []).map(String));
+  // Chunks already sent per idempotency key, so an outbox retry after a partial failure does not repeat them.
+  const sentChunks = new Map<string, string[]>();
+
+  function resolveInbound(message: Message): TelegramInbound | null {
+    const text = message.text ?? message.caption;
+    if (text === undefined || message.from === undefined) return null;
+    if (message.from.is_bot) return null;
+    const chat = message.chat;
+    const isForumTopic =
+      chat.type === "supergroup" && chat.is_forum === true && message.is_topic_message === true;
+    const threadId =
+      isForumTopic && message.message_thread_id !== undefined ? String(message.message_thread_id) : undefined;
+    const inbound: TelegramInbound = {
+      channel: "telegram",
+      accountId,
+      chatType: chat.type === "private" ? "direct" : chat.type === "channel" ? "channel" : "group",
+      peerId: chat.type === "private" ? String(message.from.id) : String(chat.id),
+      senderId: String(message.from.id),
+      senderName: [message.from.first_name, message.from.last_name].filter(Boolean).join(" "),
+      isOwner: owners.has(String(message.from.id)),
+      to: String(chat.id),
+      text,
+      messageId: `${chat.id}:${message.message_id}`,
+      ...(threadId === undefined
+        ? {}
+        : { threadId, threadKind: "topic" as const, parentId: String(chat.id) }),
+      ...(displayName(message) === undefined ? {} : { displayName: displayName(message) as string }),
+      ...(config.agentId === undefined ? {} : { agentId: config.agentId }),
+    };
+    return inbound;
+  }
+
+  function threadOptions(threadId: string | undefined): { message_thread_id?: number } {
+    if (threadId === undefined) return {};
+    const id = Number(threadId);
+    return Number.isInteger(id) && id !== GENERAL_TOPIC_ID ? { message_thread_id: id } : {};
+  }
+
+  async function deliver(
+    target: DeliveryTarget,
+    message: OutboundMessage,
+    options: { idempotencyKey: string },
+  ): Promise<DeliveryReceipt> {
+    const chatId = telegramChatId(target.to);
+    const chunks = chunkMessage(message.text, TELEGRAM_MAX_MESSAGE_LENGTH);
+    const done = sentChunks.get(options.idempotencyKey) ?? [];
+    for (let i = done.length; i < chunks.length; i++) {
+      try {
+        // Plain text (no parse_mode): model output can never break Telegram's Markdown parser.
+        const sent = await bot.api.sendMessage(chatId, chunks[i] as string, {
+          ...threadOptions(target.threadId),
+          link_preview_options: { is_disabled: true },
+        });
+        done.push(String(sent.message_id));
+        sentChunks.set(options.idempotencyKey, done);
+      } catch (error) {
+        throw toSessionsError(error);
+      }
+    }
+    sentChunks.delete(options.idempotencyKey);
+    return { messageIds: done };
+  }
+
+  const adapter: TelegramAdapter = {
+    specVersion: 1,
+    channel: "telegram",
+    aliases: ["tg"],
+    capabilities: {
+      threads: true,
+      typing: config.typing !== false,
+      maxMessageLength: TELEGRAM_MAX_MESSAGE_LENGTH,
+    },
+    deliver,
+    async createThread(request) {
+      const chatId = telegramChatId(request.parent.to);
+      try {
+        const topic = await bot.api.createForumTopic(chatId, request.name.slice(0, 128) || "sub-agent");
+        return { threadId: String(topic.message_thread_id), to: chatId };
+      } catch (error) {
+        throw toSessionsError(error);
+      }
+    },
+    async sendTyping(target) {
+      await bot.api
+        .sendChatAction(telegramChatId(target.to), "typing", threadOptions(target.threadId))
+        .catch(() => undefined);
+    },
+    resolveInbound,
+    attach(gateway) {
+      bot.on("message", async (ctx: Context) => {
+        const message = ctx.message;
+        if (message === undefined) return;
+        const inbound = resolveInbound(message);
+        if (inbound === null) return;
+        const result = await gateway.receive(inbound);
+        if (result.runId === undefined || config.typing === false) return;
+        const target: DeliveryTarget = {
+          channel: "telegram",
+          to: inbound.to,
+          ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
+        };
+        await adapter.sendTyping?.(target);
+        // Telegram shows "typing" for about five seconds: repeat until the run ends.
+        const runId = result.runId;
+        void (async () => {
+          for (;;) {
+            const waited = await gateway.agentWait({ runId, timeoutMs: 4500 }).catch(() => undefined);
+            if (waited === undefined || waited.status !== "timeout" || waited.endedAt !== undefined) return;
+            await adapter.sendTyping?.(target);
+          }
+        })();
+      });
+    },
+  };
+  return adapter;
+}

@@ -1,0 +1,99 @@
+/**
+ * The versioned contract between a chat platform and the gateway: what an adapter hands in (`InboundMessage`),
+ * what the gateway hands out (`ChannelAdapterV1.deliver`). Pure types, so adapters depend on core alone.
+ */
+
+/** Why a message goes out. */
+export type DeliveryKind = "reply" | "announce" | "subagent_announce" | "notice";
+
+/** Where a message goes on a platform. */
+export interface DeliveryTarget {
+  channel: string;
+  to: string;
+  accountId?: string;
+  threadId?: string;
+}
+
+export interface OutboundMessage {
+  text: string;
+  kind: DeliveryKind;
+  sessionKey: string;
+}
+
+export interface DeliveryReceipt {
+  /** Platform message ids of what was sent (several when the text was chunked). */
+  messageIds: string[];
+}
+
+export interface ChannelCapabilities {
+  /** Can create or bind threads/topics for `sessions_spawn({ thread: true })`. */
+  threads?: boolean;
+  typing?: boolean;
+  maxMessageLength?: number;
+}
+
+/**
+ * The versioned contract between the gateway and a chat platform. New members arrive only as optional ones in
+ * minor releases. `deliver` must be idempotent per `idempotencyKey` when it can be (the outbox retries); throw a
+ * `SessionsError` with `retryAfterMs` for rate limits and `code: "invalid_params"` for permanent failures.
+ */
+export interface ChannelAdapterV1 {
+  readonly specVersion: 1;
+  /** The channel id sessions record (`discord`, `telegram`, …). */
+  readonly channel: string;
+  /** Extra names that normalise to this channel. */
+  readonly aliases?: readonly string[];
+  readonly capabilities: ChannelCapabilities;
+  deliver(
+    target: DeliveryTarget,
+    message: OutboundMessage,
+    options: { idempotencyKey: string },
+  ): Promise<DeliveryReceipt>;
+  /** Creates (or binds) a thread under `parent` for a session. */
+  createThread?(request: {
+    parent: DeliveryTarget;
+    name: string;
+    sessionKey: string;
+  }): Promise<{ threadId: string; to?: string }>;
+  sendTyping?(target: DeliveryTarget): Promise<void>;
+}
+
+export interface InboundMessage {
+  /** The platform's parent conversation of a thread (recorded, not routed on). */
+  parentId?: string;
+  channel: string;
+  accountId?: string;
+  chatType: "direct" | "group" | "channel";
+  /** The conversation: the user id for DMs, the group/channel id otherwise. */
+  peerId: string;
+  senderId: string;
+  senderName?: string;
+  isOwner?: boolean;
+  threadId?: string;
+  /** `topic` for Telegram forum topics; default `thread`. */
+  threadKind?: "thread" | "topic";
+  /** Where replies go (`channel:<id>`, a chat id, …). */
+  to: string;
+  text: string;
+  /** Platform message id: a redelivered message with the same id is not run twice. */
+  messageId?: string;
+  displayName?: string;
+  agentId?: string;
+}
+
+export interface ReceiveResult {
+  sessionKey: string;
+  runId?: string;
+  /** Set when the message was the `/send` command. */
+  command?: { mode: "allow" | "deny" | "inherit" | null; applied: boolean };
+  duplicate?: boolean;
+}
+
+/** The part of a gateway an adapter talks to (structural, so adapters need not depend on the gateway). */
+export interface InboundGateway {
+  receive(inbound: InboundMessage): Promise<ReceiveResult>;
+  agentWait(params: {
+    runId: string;
+    timeoutMs?: number;
+  }): Promise<{ status: "ok" | "error" | "timeout"; endedAt?: number }>;
+}

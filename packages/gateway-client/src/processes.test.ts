@@ -1,0 +1,93 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { GATEWAY_METHODS, type GatewayMethodName } from "@sessions/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGatewayClient, type GatewayClient } from "./index.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "sessions-two-processes-"));
+let child: ChildProcess;
+let client: GatewayClient;
+
+beforeAll(async () => {
+  const port = await new Promise<number>((resolve, reject) => {
+    child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(here, "gateway-process.fixture.ts"), join(dir, "gw.db"), "0", "two"],
+      {
+        cwd: here,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let out = "";
+    child.stdout?.on("data", (d) => {
+      out += String(d);
+      const match = /listening (\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.on("exit", (code) => reject(new Error(`gateway process exited ${code}`)));
+  });
+  client = createGatewayClient({ url: `ws://127.0.0.1:${port}`, token: "two" });
+  await client.ready();
+}, 30_000);
+
+afterAll(async () => {
+  await client?.close();
+  child?.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("two processes over the wire", () => {
+  it("round-trips every method the gateway announces", async () => {
+    const called = new Set<GatewayMethodName>();
+    const call = async <T>(method: GatewayMethodName, fn: () => Promise<T>): Promise<T> => {
+      called.add(method);
+      return fn();
+    };
+    expect(client.hello?.features.methods.sort()).toEqual([...GATEWAY_METHODS].sort());
+
+    await call("sessions.subscribe", () => client.sessions.subscribe());
+    const started = await call("agent", () => client.agent({ message: "one", idempotencyKey: "p-1" }));
+    expect(
+      await call("agent.wait", () => client.agentWait({ runId: started.runId, timeoutMs: 10_000 })),
+    ).toMatchObject({ status: "ok", reply: "echo: one" });
+    const sent = await call("chat.send", () =>
+      client.chat.send({ sessionKey: "main", message: "two", idempotencyKey: "p-2" }),
+    );
+    await client.waitRun(sent.runId);
+    expect(await call("chat.history", () => client.chat.history({ sessionKey: "main" }))).toMatchObject({
+      totalMessages: 4,
+    });
+    expect(await call("chat.abort", () => client.chat.abort({ sessionKey: "main" }))).toEqual({
+      ok: true,
+      aborted: false,
+      runIds: [],
+    });
+    expect(await call("sessions.list", () => client.sessions.list())).toMatchObject({ count: 1 });
+    expect(
+      await call("sessions.patch", () => client.sessions.patch({ key: "main", label: "home" })),
+    ).toMatchObject({ entry: { label: "home" } });
+    expect(await call("sessions.resolve", () => client.sessions.resolve({ label: "home" }))).toEqual({
+      ok: true,
+      key: "agent:main:main",
+    });
+    expect(await call("agents.list", () => client.agents.list())).toMatchObject({ defaultId: "main" });
+    const spawned = (await call("sessions.tools.call", () =>
+      client.callTool({ requesterKey: "main", name: "sessions_spawn", params: { task: "look" } }),
+    )) as { status: string; childSessionKey: string };
+    expect(spawned.status).toBe("accepted");
+    const deliveries = await call("deliveries.list", () => client.deliveries.list({ sessionKey: "main" }));
+    expect(deliveries.deliveries).toEqual([]);
+    await expect(call("deliveries.get", () => client.deliveries.get({ id: "nope" }))).rejects.toMatchObject({
+      detailsCode: "NOT_FOUND",
+    });
+    expect(
+      await call("sessions.delete", () => client.sessions.delete({ key: spawned.childSessionKey })),
+    ).toMatchObject({ deleted: true });
+    await call("sessions.unsubscribe", () => client.sessions.unsubscribe());
+    expect([...called].sort()).toEqual([...GATEWAY_METHODS].sort());
+  });
+});
