@@ -4,7 +4,13 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { createTelegramAdapter } from "@sessions/adapter-telegram";
-import { type AgentRunner, createGateway, createScriptedRunner } from "@sessions/gateway";
+import {
+  type AgentRunner,
+  createGateway,
+  createMemoryStore,
+  createScriptedRunner,
+  createSqliteStore,
+} from "@sessions/gateway";
 import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
 import { Bot } from "grammy";
 
@@ -21,7 +27,10 @@ const runner: AgentRunner = values.runner
 
 const bot = new Bot(token, fake ? { client: { apiRoot: fake.apiRoot } } : {});
 const adapter = createTelegramAdapter({ bot });
-const gateway = createGateway({ path: ".sessions/telegram-bot.db", runner, adapters: [adapter] });
+const store = fake
+  ? createMemoryStore()
+  : createSqliteStore({ path: process.env.SESSIONS_DB ?? ".sessions/telegram-bot.db" });
+const gateway = createGateway({ store, runner, adapters: [adapter] });
 adapter.attach(gateway);
 void bot.start({ onStart: (me) => console.log(`@${me.username} is listening`) });
 
@@ -33,7 +42,8 @@ if (fake) {
     fake.pushUpdate(telegramUpdate(name, { text }));
     console.log(`user → ${text}`);
   }
-  while (fake.callsOf("sendMessage").length < 2) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 500 && fake.callsOf("sendMessage").length < 2; i++)
+    await new Promise((r) => setTimeout(r, 20));
   for (const call of fake.callsOf("sendMessage"))
     console.log(`bot → ${call.params.text} (chat ${call.params.chat_id})`);
   await bot.stop();

@@ -1,0 +1,67 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createFakeTelegramApi, type FakeTelegramApi } from "./fake-telegram.js";
+import { telegramUpdate } from "./telegram-fixtures.js";
+
+let api: FakeTelegramApi;
+afterEach(() => api?.close());
+
+async function call(method: string, params: Record<string, unknown> = {}, token = api.token) {
+  const res = await fetch(`${api.apiRoot}/bot${token}/${method}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(params),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe("createFakeTelegramApi", () => {
+  it("answers Bot API calls and records them", async () => {
+    api = await createFakeTelegramApi();
+    expect((await call("getMe")).body).toMatchObject({
+      ok: true,
+      result: { is_bot: true, username: "sessions_test_bot" },
+    });
+    const sent = await call("sendMessage", { chat_id: -100, text: "hi", message_thread_id: 5 });
+    expect(sent.body).toMatchObject({
+      ok: true,
+      result: { message_id: 1000, chat: { id: -100 }, text: "hi", message_thread_id: 5 },
+    });
+    expect((await call("createForumTopic", { chat_id: -100, name: "t" })).body).toMatchObject({
+      result: { message_thread_id: 500 },
+    });
+    expect(api.callsOf("sendMessage")).toEqual([
+      { method: "sendMessage", params: { chat_id: -100, text: "hi", message_thread_id: 5 } },
+    ]);
+  });
+
+  it("fails on demand with Telegram's error shape, and rejects unknown methods and tokens", async () => {
+    api = await createFakeTelegramApi();
+    api.failNext("sendMessage", 1);
+    expect(await call("sendMessage", { chat_id: 1, text: "x" })).toMatchObject({
+      status: 429,
+      body: { ok: false, error_code: 429, parameters: { retry_after: 1 } },
+    });
+    expect((await call("sendMessage", { chat_id: 1, text: "x" })).body.ok).toBe(true);
+    expect((await call("sendDice")).status).toBe(404);
+    expect((await call("getMe", {}, "wrong")).status).toBe(404);
+  });
+
+  it("long-polls getUpdates until an update is pushed, honouring offset", async () => {
+    api = await createFakeTelegramApi();
+    const polling = call("getUpdates", { offset: 0, timeout: 10 });
+    await new Promise((r) => setTimeout(r, 30));
+    api.pushUpdate(telegramUpdate("private-text"));
+    const first = (await polling).body.result as { update_id: number }[];
+    expect(first).toHaveLength(1);
+    const next = await call("getUpdates", { offset: (first[0]?.update_id as number) + 1, timeout: 0 });
+    expect(next.body.result).toEqual([]);
+  });
+
+  it("hands out recorded updates as fresh copies", () => {
+    const a = telegramUpdate("forum-topic-text", { text: "changed" });
+    const b = telegramUpdate("forum-topic-text");
+    expect(a.update_id).not.toBe(b.update_id);
+    expect((a.message as { text: string }).text).toBe("changed");
+    expect((b.message as { text: string; message_thread_id: number }).message_thread_id).toBe(77);
+  });
+});
