@@ -19,15 +19,25 @@ let url = "";
 let serverLog = "";
 
 function startServer(args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  return startServerWithEnv(args, { SESSIONS_GATEWAY_TOKEN: token });
+}
+
+function startServerWithEnv(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
+    const { SESSIONS_GATEWAY_TOKEN: _inherited, ...base } = process.env;
+    let log = "";
     const child = spawn(process.execPath, ["--import", "tsx", cli, "serve", ...args], {
       cwd: here,
-      env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
+      env: { ...base, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout?.on("data", (d) => {
       serverLog += String(d);
-      const match = /listening (ws:\/\/\S+)/.exec(serverLog);
+      log += String(d);
+      const match = /listening (ws:\/\/\S+)/.exec(log);
       if (match) resolve({ child, url: match[1] as string });
     });
     child.stderr?.on("data", (d) => {
@@ -148,6 +158,43 @@ describe("sessions-gateway", () => {
     const unreachable = await failing(["sessions", "list", "--url", "ws://127.0.0.1:9"]);
     expect(unreachable.stderr.trim()).toMatch(/^sessions-gateway: /);
     expect(unreachable.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("applies configured tokens even without the shared token, and validates them", async () => {
+    const config = join(dir, "tokens.json5");
+    writeFileSync(config, `{ gateway: { tokens: [{ token: "bound-token-1", requesterKey: "main" }] } }`);
+    const bound = await startServerWithEnv(
+      ["--config", config, "--port", "0", "--db", join(dir, "tokens.db")],
+      {},
+    );
+    try {
+      const wrong = await failing(["sessions", "list", "--url", bound.url], {
+        SESSIONS_GATEWAY_TOKEN: "anything-else",
+      });
+      expect(wrong.stderr.trim()).toBe("sessions-gateway: gateway token mismatch");
+      const scoped = await failing(["sessions", "list", "--url", bound.url], {
+        SESSIONS_GATEWAY_TOKEN: "bound-token-1",
+      });
+      expect(scoped.stderr.trim()).toMatch(
+        /^sessions-gateway: this token may only call sessions.tools.call as agent:main:main/,
+      );
+    } finally {
+      bound.child.kill("SIGKILL");
+    }
+    const badTokens = join(dir, "bad-tokens.json5");
+    writeFileSync(badTokens, `{ gateway: { tokens: [{ token: "short" }] } }`);
+    const invalid = await failing([
+      "serve",
+      "--config",
+      badTokens,
+      "--port",
+      "0",
+      "--db",
+      join(dir, "bad2.db"),
+    ]);
+    expect(invalid.stderr.trim()).toBe(
+      "sessions-gateway: Invalid gateway settings: gateway.tokens[0].token: tokens must be at least 8 characters",
+    );
   });
 
   it("drains and exits 0 on SIGTERM, telling clients shutdown", async () => {

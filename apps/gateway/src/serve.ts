@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { SessionsError } from "@sessions/core";
+import { SessionsError, toSessionsError } from "@sessions/core";
 import {
   type AgentRunner,
   createGateway,
@@ -10,6 +10,7 @@ import {
   type GatewayToken,
 } from "@sessions/gateway";
 import JSON5 from "json5";
+import { z } from "zod";
 
 export interface ServeOptions {
   config?: string;
@@ -27,6 +28,23 @@ interface ServerSettings {
   tickIntervalMs?: number;
   tokens?: GatewayToken[];
 }
+
+const ServerSettingsSchema = z.strictObject({
+  host: z.string().min(1).optional(),
+  port: z.int().min(0).max(65535).optional(),
+  db: z.string().min(1).optional(),
+  tickIntervalMs: z.int().min(100).optional(),
+  tokens: z
+    .array(
+      z.strictObject({
+        token: z.string().min(8, "tokens must be at least 8 characters"),
+        requesterKey: z.string().min(1).optional(),
+        sandboxed: z.boolean().optional(),
+        label: z.string().optional(),
+      }),
+    )
+    .optional(),
+});
 
 function fail(message: string, field?: string): never {
   throw new SessionsError("invalid_config", message, field === undefined ? {} : { field });
@@ -52,9 +70,10 @@ export function readConfigFile(path: string): { config: Record<string, unknown>;
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
     fail(`config ${path} must be an object`);
   const { gateway, ...config } = parsed as Record<string, unknown>;
-  const server = (gateway ?? {}) as ServerSettings;
-  if (typeof server !== "object") fail("gateway must be an object", "gateway");
-  return { config, server };
+  const checked = ServerSettingsSchema.safeParse(gateway ?? {});
+  if (!checked.success)
+    throw toSessionsError(checked.error, "invalid_config", "Invalid gateway settings", ["gateway"]);
+  return { config, server: checked.data as ServerSettings };
 }
 
 async function loadRunner(spec: string | undefined): Promise<AgentRunner> {
@@ -80,8 +99,11 @@ export async function serve(options: ServeOptions, out: (line: string) => void):
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     fail(`--port must be 0..65535 (got ${options.port})`, "port");
   const token = process.env.SESSIONS_GATEWAY_TOKEN;
+  const tokens = server.tokens ?? [];
   const loopback = /^(127\.|::1$|localhost$)/.test(host);
-  if (!token && !loopback) fail(`set SESSIONS_GATEWAY_TOKEN to serve on ${host}`, "SESSIONS_GATEWAY_TOKEN");
+  if (!token && tokens.length === 0 && !loopback) {
+    fail(`set SESSIONS_GATEWAY_TOKEN to serve on ${host}`, "SESSIONS_GATEWAY_TOKEN");
+  }
   const gateway = createGateway({
     config,
     store: createSqliteStore({ path: options.db ?? server.db ?? ".sessions/gateway.db" }),
@@ -90,7 +112,11 @@ export async function serve(options: ServeOptions, out: (line: string) => void):
   const listening = await gateway.listen({
     host,
     port,
-    auth: token ? { token, ...(server.tokens ? { tokens: server.tokens } : {}) } : "none",
+    // Configured tokens always apply, with or without the shared operator token.
+    auth:
+      token || tokens.length > 0
+        ? { ...(token ? { token } : {}), ...(tokens.length > 0 ? { tokens } : {}) }
+        : "none",
     ...(server.tickIntervalMs ? { tickIntervalMs: server.tickIntervalMs } : {}),
   });
   // Handlers go in before "listening" is printed: a signal right after it must drain, not kill.
@@ -107,7 +133,7 @@ export async function serve(options: ServeOptions, out: (line: string) => void):
     process.on("SIGINT", () => stop("SIGINT"));
     process.on("SIGTERM", () => stop("SIGTERM"));
   });
-  out(`listening ${listening.url}${token ? "" : " (no token: loopback only)"}`);
+  out(`listening ${listening.url}${token || tokens.length > 0 ? "" : " (no token: loopback only)"}`);
   await stopped;
   out("stopped");
 }

@@ -116,7 +116,7 @@ async function rawSocket(url: string) {
             maxProtocol: 4,
             client: { id: "gateway-client", version: "1", platform: "node", mode: "backend" },
             role: "operator",
-            scopes: ["operator.read"],
+            scopes: ["operator.read", "operator.write", "operator.admin"],
             caps: [],
             auth: { token },
           },
@@ -533,7 +533,7 @@ describe("client against a scripted fake server", () => {
       features: { methods: [], events: [] },
       snapshot: { sessionDefaults: {} },
       auth: { role: "operator", scopes: [] },
-      policy: { maxPayload: 1, maxBufferedBytes: 1, tickIntervalMs: 60_000 },
+      policy: { maxPayload: 1_000_000, maxBufferedBytes: 1_000_000, tickIntervalMs: 60_000 },
     },
   });
 
@@ -607,7 +607,19 @@ describe("client against a scripted fake server", () => {
     const url = await fakeServer((ws) => {
       socket = ws;
       ws.send(JSON.stringify({ type: "event", event: "connect.challenge", payload: {}, seq: 1 }));
-      ws.on("message", (data) => ws.send(JSON.stringify(helloFrame(JSON.parse(String(data)).id))));
+      ws.on("message", (data) => {
+        const frame = JSON.parse(String(data));
+        if (frame.method === "connect") ws.send(JSON.stringify(helloFrame(frame.id)));
+        else
+          ws.send(
+            JSON.stringify({
+              type: "res",
+              id: frame.id,
+              ok: true,
+              payload: { runId: "r1", status: "timeout" },
+            }),
+          );
+      });
     });
     const client = connect(url, { reconnect: false });
     await client.ready();

@@ -10,6 +10,7 @@ import {
   type MethodPayload,
   PROTOCOL_VERSION,
   silentLogger,
+  utf8Length,
   type WireError,
 } from "@sessions/core";
 import { clientError, fromWireError, GatewayClientError } from "./errors.js";
@@ -46,6 +47,8 @@ export interface GatewayClientOptions {
   WebSocket?: WebSocketConstructor;
   /** Client-side timeout of a request (default 30,000 ms; `agent.wait` adds its own wait). */
   requestTimeoutMs?: number;
+  /** Time allowed for the challenge and `hello-ok` after the socket opens (default 10,000 ms). */
+  connectTimeoutMs?: number;
   /** `false` disables reconnecting. */
   reconnect?: ReconnectOptions | false;
   /** Called when an event arrives with a `seq` that skipped numbers (state may be stale: refresh it). */
@@ -58,6 +61,10 @@ export type ClientState = "connecting" | "connected" | "reconnecting" | "closed"
 export type RunStreamItem =
   | { type: "chat"; payload: ChatEventPayload }
   | { type: "agent"; payload: AgentEventPayload }
+  /** The run had already ended when the stream started (its outcome, from `agent.wait`). */
+  | { type: "done"; result: AgentWaitPayload }
+  /** The run is unknown (or the gateway refused to say). */
+  | { type: "error"; error: GatewayClientError }
   | { type: "disconnected"; reason: string };
 
 type Call = <M extends GatewayMethodName>(
@@ -160,7 +167,13 @@ async function defaultWebSocket(): Promise<WebSocketConstructor> {
 
 /** Creates a client and starts connecting. Every method waits for the connection (and for reconnects). */
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
-  if (typeof options?.url !== "string" || !/^wss?:\/\//.test(options.url)) {
+  let validUrl = typeof options?.url === "string" && /^wss?:\/\//.test(options.url);
+  try {
+    if (validUrl) new URL(options.url);
+  } catch {
+    validUrl = false;
+  }
+  if (!validUrl) {
     throw clientError("invalid_params", "createGatewayClient: url must be a ws:// or wss:// URL", {
       detailsCode: "INVALID_URL",
     });
@@ -185,6 +198,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   let restoring = false;
   let nextDelayOverride: number | undefined;
   let fatal: GatewayClientError | undefined;
+  let handshakeTimer: ReturnType<typeof setTimeout> | undefined;
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
 
   const emit = (event: string, payload: unknown, frame: EventFrame) => {
     for (const key of [event, "*"]) {
@@ -324,6 +339,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       cleanup: () => {},
       resolve: (payload) => {
         const greeting = payload as HelloOk;
+        if (handshakeTimer !== undefined) clearTimeout(handshakeTimer);
         hello = greeting;
         attempt = 0;
         setState("connected");
@@ -384,8 +400,23 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     if ((state as ClientState) === "closed") return;
     lastSeq = 0;
     hello = undefined;
-    const ws = new WS(options.url);
+    let ws: WebSocketLike;
+    try {
+      ws = new WS(options.url);
+    } catch (error) {
+      fatal = clientError("invalid_params", `cannot open ${options.url}: ${(error as Error).message}`, {
+        cause: error,
+      });
+      scheduleReconnect("invalid url");
+      return;
+    }
     socket = ws;
+    // A server that accepts the socket but never completes the handshake must not leave ready() hanging.
+    if (handshakeTimer !== undefined) clearTimeout(handshakeTimer);
+    handshakeTimer = setTimeout(() => {
+      if (socket === ws && hello === undefined) abandon(ws, 4001, "handshake timeout");
+    }, connectTimeoutMs);
+    (handshakeTimer as { unref?: () => void }).unref?.();
     ws.onmessage = (event) => {
       if (socket !== ws) return;
       lastMessageAt = Date.now();
@@ -441,6 +472,19 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     }
     const id = String(++counter);
     const frame = JSON.stringify({ type: "req", id, method, params: params ?? {} });
+    const limit = hello?.policy?.maxPayload;
+    if (typeof limit === "number" && utf8Length(frame) > limit) {
+      return Promise.reject(
+        clientError(
+          "payload_too_large",
+          `${method} request of ${utf8Length(frame)} bytes exceeds the gateway's ${limit}`,
+          {
+            requestSent: false,
+            detailsCode: "PAYLOAD_TOO_LARGE",
+          },
+        ),
+      );
+    }
     return new Promise((resolve, reject) => {
       const timeoutMs = opts.timeoutMs ?? requestTimeoutMs;
       const onAbort = () => {
@@ -482,6 +526,35 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   const request: Call = (method, params, opts = {}) =>
     requestRaw(method, params ?? {}, opts) as Promise<MethodPayload<typeof method>>;
 
+  /** `ready()`, but giving up after `ms` or when `signal` aborts (a wait must not outlive its own deadline). */
+  function readyWithin(ms: number, signal?: AbortSignal): Promise<HelloOk> {
+    return new Promise((resolve, reject) => {
+      const timer = Number.isFinite(ms)
+        ? setTimeout(() => {
+            signal?.removeEventListener("abort", onAbort);
+            reject(clientError("timeout", "not connected in time", { retryable: true, requestSent: false }));
+          }, ms)
+        : undefined;
+      const onAbort = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        reject(clientError("aborted", "waitRun aborted", { requestSent: false }));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      client.ready().then(
+        (h) => {
+          if (timer !== undefined) clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          resolve(h);
+        },
+        (error) => {
+          if (timer !== undefined) clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+
   async function waitRun(runId: string, opts: { timeoutMs?: number; signal?: AbortSignal } = {}) {
     const deadline = opts.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + opts.timeoutMs;
     for (;;) {
@@ -490,7 +563,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       if (remaining <= 0) return { runId, status: "timeout" as const };
       const chunk = Math.min(30_000, remaining);
       try {
-        if (state !== "connected") await client.ready();
+        if (state !== "connected") await readyWithin(remaining, opts.signal);
         const result = await request(
           "agent.wait",
           { runId, timeoutMs: chunk },
@@ -498,6 +571,14 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         );
         if (result.status !== "timeout" || result.endedAt !== undefined) return result;
       } catch (error) {
+        if (error instanceof GatewayClientError && error.code === "aborted") throw error;
+        if (
+          error instanceof GatewayClientError &&
+          error.detailsCode === "TIMEOUT" &&
+          deadline - Date.now() <= 0
+        ) {
+          return { runId, status: "timeout" as const };
+        }
         const retry = error instanceof GatewayClientError && error.retryable;
         if (!retry || state === "closed") throw error;
         await new Promise((r) => setTimeout(r, 50));
@@ -536,6 +617,15 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       offAgent();
       offClose();
     }
+    // A run that already ended (or never existed) would otherwise leave the stream waiting forever.
+    request("agent.wait", { runId, timeoutMs: 0 }, { timeoutMs: 10_000 }).then(
+      (result) => {
+        if (result.status !== "timeout" || result.endedAt !== undefined) push({ type: "done", result }, true);
+      },
+      (error: unknown) => {
+        if (error instanceof GatewayClientError && !error.retryable) push({ type: "error", error }, true);
+      },
+    );
     const iterator: AsyncIterableIterator<RunStreamItem> = {
       [Symbol.asyncIterator]() {
         return iterator;
@@ -576,8 +666,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       patch: (params, opts) => request("sessions.patch", params, opts),
       delete: (params, opts) => request("sessions.delete", params, opts),
       async subscribe() {
-        subscribed = true;
         await request("sessions.subscribe", {});
+        subscribed = true;
       },
       async unsubscribe() {
         subscribed = false;
@@ -622,6 +712,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         entry.reject(clientError("unavailable", "the client was closed", { requestSent: entry.sent }));
       }
       failReady(clientError("unavailable", "the client was closed"));
+      if (handshakeTimer !== undefined) clearTimeout(handshakeTimer);
+      emit("disconnected", { code: 1000, reason: "client closed" }, { type: "event", event: "disconnected" });
       closing?.close(1000, "client closed");
     },
   };

@@ -2028,7 +2028,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           });
         }
       }
-      const { run } = await startRun({
+      const { run, created } = await startRun({
         sessionKey: key,
         kind: "chat",
         input: { role: "user", content: p.message, ts: now() },
@@ -2037,7 +2037,10 @@ export function createGateway(options: GatewayOptions): Gateway {
         tools: toolContextFor(entry, key, false),
         ...(p.timeoutMs ? { timeoutMs: p.timeoutMs } : {}),
       });
-      return { runId: run.runId, status: "started" as const };
+      if (created) return { runId: run.runId, status: "started" as const };
+      // A concurrent retry with the same key got here second: report the run like a repeat would.
+      const status = FINAL_STATUSES.has(run.status) ? (run.status === "ok" ? "ok" : "error") : "in_flight";
+      return { runId: run.runId, status } as const;
     },
     async "chat.abort"(params: unknown) {
       const p = parseParams("chat.abort", params) as import("zod").infer<
@@ -2178,6 +2181,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (!Object.hasOwn(sessionTools, name)) {
       const extra = extraTools.find((t) => t.name === name);
       if (extra === undefined) throw sessionsError("invalid_params", `Unknown tool: ${name}`, "name");
+      const requester = operatorKey(requesterKey, "requesterKey");
+      const ctx = toolContextFor(await store.getEntry(requester), requester, opts.sandboxed === true);
+      if (!allowedToolNames(ctx).has(name)) {
+        return {
+          status: "forbidden",
+          code: "tool_not_allowed",
+          error: `${name} is not available to this session (tools.subagents.tools)`,
+        };
+      }
       const checked = extra.parameters.safeParse(params ?? {});
       if (!checked.success)
         throw toSessionsError(checked.error, "invalid_params", `Invalid ${name} parameters`);

@@ -9,6 +9,7 @@ import {
   type GatewayMethodName,
   type HelloOk,
   type Logger,
+  METHOD_PARAMS,
   PRE_CONNECT_MAX_PAYLOAD,
   PROTOCOL_VERSION,
   RequestFrameSchema,
@@ -27,6 +28,8 @@ export interface GatewayToken {
   token: string;
   /** When set, this token may only call `sessions.tools.call` as this requester session. */
   requesterKey?: string;
+  /** With `requesterKey`: the tools always run sandboxed, whatever the request says. */
+  sandboxed?: boolean;
   label?: string;
 }
 
@@ -46,6 +49,15 @@ export interface ListenOptions {
   maxPayload?: number;
   /** A connection whose unsent output exceeds this is dropped (default 8 MiB). */
   maxBufferedBytes?: number;
+  /** Requests one connection may have in flight (default 4,096); more get a retryable `UNAVAILABLE`. */
+  maxInFlight?: number;
+  /** A socket that has not completed `connect` after this long is closed (default 10,000 ms). */
+  connectTimeoutMs?: number;
+  /**
+   * Browser origins allowed to connect. Without a token (`auth: "none"`) requests carrying an `Origin` header are
+   * refused unless listed, so a web page cannot drive a local gateway.
+   */
+  allowOrigins?: readonly string[];
   logger?: Logger;
 }
 
@@ -67,7 +79,46 @@ interface Connection {
   seq: number;
   subscribed: boolean;
   boundRequester?: string;
+  boundSandboxed?: boolean;
   scopes: string[];
+  inFlight: number;
+  invalidBeforeConnect: number;
+  connectTimer?: ReturnType<typeof setTimeout>;
+}
+
+/** The scope each method needs (operator.admin implies write, write implies read). */
+const METHOD_SCOPE: Readonly<Record<string, "operator.read" | "operator.write" | "operator.admin">> = {
+  "sessions.list": "operator.read",
+  "sessions.resolve": "operator.read",
+  "chat.history": "operator.read",
+  "agent.wait": "operator.read",
+  "agents.list": "operator.read",
+  "deliveries.get": "operator.read",
+  "deliveries.list": "operator.read",
+  "sessions.subscribe": "operator.read",
+  "sessions.unsubscribe": "operator.read",
+  "chat.send": "operator.write",
+  "chat.abort": "operator.write",
+  agent: "operator.write",
+  "sessions.patch": "operator.write",
+  "sessions.tools.call": "operator.write",
+  "sessions.delete": "operator.admin",
+};
+
+function hasScope(scopes: readonly string[], needed: string): boolean {
+  if (scopes.includes("operator.admin")) return true;
+  if (needed === "operator.read")
+    return scopes.includes("operator.read") || scopes.includes("operator.write");
+  return scopes.includes(needed);
+}
+
+/** The request id of a frame too large to parse, read from its first bytes (`{"type":"req","id":"…"`). */
+function peekId(data: RawData): string {
+  const head = (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer))
+    .subarray(0, 512)
+    .toString("utf8");
+  const match = /"id"\s*:\s*"((?:[^"\\]|\\.){1,256})"/.exec(head);
+  return match?.[1] ?? "";
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
@@ -131,6 +182,9 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
   const tickIntervalMs = options.tickIntervalMs ?? 30_000;
   const maxPayload = options.maxPayload ?? 1024 * 1024;
   const maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+  const maxInFlight = options.maxInFlight ?? 4096;
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const allowOrigins = new Set(options.allowOrigins ?? []);
   const auth = options.auth ?? (LOOPBACK.test(host) ? "none" : undefined);
   if (auth === undefined) {
     throw new SessionsError("invalid_config", `listen: auth is required on non-loopback host ${host}`, {
@@ -200,7 +254,10 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
       type: "hello-ok",
       protocol: PROTOCOL_VERSION,
       server: { version: VERSION, connId: conn.id },
-      features: { methods: [...GATEWAY_METHODS], events: [...GATEWAY_EVENTS] },
+      features:
+        conn.boundRequester === undefined
+          ? { methods: [...GATEWAY_METHODS], events: [...GATEWAY_EVENTS] }
+          : { methods: ["sessions.tools.call"], events: ["connect.challenge", "tick", "shutdown"] },
       snapshot: {
         sessionDefaults: {
           defaultAgentId: agentId,
@@ -240,9 +297,11 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
       return;
     }
     conn.connected = true;
+    if (conn.connectTimer !== undefined) clearTimeout(conn.connectTimer);
     conn.scopes = p.scopes ?? ["operator.read", "operator.write", "operator.admin"];
     if (who !== "open" && who.requesterKey !== undefined) {
       conn.boundRequester = toStoreKey({ agentId: defaultAgentId(gateway.config), key: who.requesterKey });
+      conn.boundSandboxed = who.sandboxed === true;
       conn.scopes = ["sessions.tools"];
     }
     sendOk(conn, id, hello(conn, p.role ?? "operator"));
@@ -281,13 +340,33 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
         return;
       }
     }
+    const needed = METHOD_SCOPE[method];
+    if (conn.boundRequester === undefined && needed !== undefined && !hasScope(conn.scopes, needed)) {
+      sendError(
+        conn,
+        id,
+        wireError("FORBIDDEN", "MISSING_SCOPE", `${method} needs scope ${needed}`, {
+          details: { code: "MISSING_SCOPE", missingScope: needed },
+        }),
+      );
+      return;
+    }
     if (method === "sessions.subscribe" || method === "sessions.unsubscribe") {
+      const checked = METHOD_PARAMS[method].safeParse(params ?? {});
+      if (!checked.success) {
+        sendError(conn, id, wireError("INVALID_REQUEST", "INVALID_PARAMS", `${method} takes no params`));
+        return;
+      }
       conn.subscribed = method === "sessions.subscribe";
       sendOk(conn, id, { ok: true, subscribed: conn.subscribed });
       return;
     }
+    const forwarded =
+      conn.boundSandboxed === true && params !== null && typeof params === "object"
+        ? { ...(params as Record<string, unknown>), sandboxed: true }
+        : params;
     try {
-      const payload = await gateway.call(method as GatewayMethodName, params);
+      const payload = await gateway.call(method as GatewayMethodName, forwarded);
       sendOk(conn, id, payload ?? {});
     } catch (error) {
       if (!SessionsError.isInstance(error)) logger.error("method failed", { method, error: String(error) });
@@ -296,6 +375,19 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
   }
 
   function onMessage(conn: Connection, data: RawData, isBinary: boolean): void {
+    if (!conn.connected && conn.invalidBeforeConnect >= 3) return;
+    handleFrame(conn, data, isBinary);
+    // A socket that keeps sending garbage before connecting is not a client: close it.
+    if (!conn.connected && conn.invalidBeforeConnect >= 3)
+      conn.ws.close(1008, "invalid frames before connect");
+  }
+
+  function rejectFrame(conn: Connection, id: string, error: WireError): void {
+    if (!conn.connected) conn.invalidBeforeConnect++;
+    sendError(conn, id, error);
+  }
+
+  function handleFrame(conn: Connection, data: RawData, isBinary: boolean): void {
     const size = Array.isArray(data)
       ? data.reduce((n, b) => n + b.length, 0)
       : data instanceof ArrayBuffer
@@ -305,21 +397,21 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
     if (size > cap) {
       sendError(
         conn,
-        "",
+        peekId(data),
         wireError("INVALID_REQUEST", "PAYLOAD_TOO_LARGE", `frame of ${size} bytes exceeds ${cap}`),
       );
       if (!conn.connected) conn.ws.close(1009, "pre-connect frame too large");
       return;
     }
     if (isBinary) {
-      sendError(conn, "", wireError("INVALID_REQUEST", "INVALID_FRAME", "binary frames are not supported"));
+      rejectFrame(conn, "", wireError("INVALID_REQUEST", "INVALID_FRAME", "binary frames are not supported"));
       return;
     }
     let json: unknown;
     try {
       json = JSON.parse(String(data));
     } catch {
-      sendError(conn, "", wireError("INVALID_REQUEST", "MALFORMED_FRAME", "frame is not valid JSON"));
+      rejectFrame(conn, "", wireError("INVALID_REQUEST", "MALFORMED_FRAME", "frame is not valid JSON"));
       return;
     }
     const frame = RequestFrameSchema.safeParse(json);
@@ -327,7 +419,7 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
       const id =
         typeof (json as { id?: unknown })?.id === "string" ? ((json as { id: string }).id ?? "") : "";
       const issue = frame.error.issues[0];
-      sendError(
+      rejectFrame(
         conn,
         id,
         wireError(
@@ -356,9 +448,23 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
       sendError(conn, id, wireError("INVALID_REQUEST", "ALREADY_CONNECTED", "already connected"));
       return;
     }
-    void handleRequest(conn, id, method, params).catch((error) =>
-      logger.error("request handler crashed", { method, error: String(error) }),
-    );
+    if (conn.inFlight >= maxInFlight) {
+      sendError(
+        conn,
+        id,
+        wireError("UNAVAILABLE", "TOO_MANY_REQUESTS", `more than ${maxInFlight} requests in flight`, {
+          retryable: true,
+          retryAfterMs: 1000,
+        }),
+      );
+      return;
+    }
+    conn.inFlight++;
+    void handleRequest(conn, id, method, params)
+      .catch((error) => logger.error("request handler crashed", { method, error: String(error) }))
+      .finally(() => {
+        conn.inFlight--;
+      });
   }
 
   const everyone = () => true;
@@ -383,6 +489,11 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
       socket.destroy();
       return;
     }
+    const origin = req.headers.origin;
+    if (origin !== undefined && auth === "none" && !allowOrigins.has(origin)) {
+      socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n");
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
   });
   wss.on("connection", (ws: WebSocket) => {
@@ -393,10 +504,19 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
       seq: 0,
       subscribed: false,
       scopes: [],
+      inFlight: 0,
+      invalidBeforeConnect: 0,
     };
+    conn.connectTimer = setTimeout(() => {
+      if (!conn.connected) conn.ws.close(1008, "connect timeout");
+    }, connectTimeoutMs);
+    conn.connectTimer.unref();
     connections.set(conn.id, conn);
     ws.on("message", (data, isBinary) => onMessage(conn, data, isBinary));
-    ws.on("close", () => connections.delete(conn.id));
+    ws.on("close", () => {
+      if (conn.connectTimer !== undefined) clearTimeout(conn.connectTimer);
+      connections.delete(conn.id);
+    });
     ws.on("error", (error) => logger.debug("socket error", { connId: conn.id, error: String(error) }));
     sendEvent(conn, "connect.challenge", { nonce: randomBytes(16).toString("hex"), ts: Date.now() });
   });
