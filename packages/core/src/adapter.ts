@@ -92,6 +92,8 @@ export interface ReceiveResult {
 /** The part of a gateway an adapter talks to (structural, so adapters need not depend on the gateway). */
 export interface InboundGateway {
   receive(inbound: InboundMessage): Promise<ReceiveResult>;
+  /** The platform archived or deleted a thread: its binding ends (optional for gateways without bindings). */
+  threadClosed?(event: { channel: string; accountId?: string; threadId: string }): Promise<boolean>;
   agentWait(params: {
     runId: string;
     timeoutMs?: number;

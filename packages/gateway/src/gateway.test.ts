@@ -974,6 +974,26 @@ describe.each(STORE_KINDS)("review fixes on the %s store", (kind) => {
     expect(await h.store.getThreadBinding("chat", "default", "t1")).toBeUndefined();
   });
 
+  it("sweeps lapsed bindings on the gateway clock with a farewell, and unbinds closed threads", async () => {
+    h = await harness(kind, { main: (t) => (t.kind === "subagent_announce" ? "ANNOUNCE_SKIP" : "ok") }, {
+      config: { session: { threadBindings: { idleHours: 1 } } },
+    });
+    const first = await h.gateway.receive(group("dev", "hi"));
+    await h.gateway.agentWait({ runId: first.runId as string });
+    await h.gateway.callTool(first.sessionKey, "sessions_spawn", { task: "a", thread: true });
+    await h.gateway.callTool(first.sessionKey, "sessions_spawn", { task: "b", thread: true });
+    expect(await h.store.listThreadBindings()).toHaveLength(2);
+    expect(await h.gateway.threadClosed({ channel: "chat", threadId: "t2" })).toBe(true);
+    expect(await h.gateway.threadClosed({ channel: "chat", threadId: "t2" })).toBe(false);
+    await h.clock.advance(61 * 60_000);
+    await eventually(async () => expect(await h.store.listThreadBindings()).toEqual([]));
+    await eventually(() => {
+      const farewells = h.channel.sent.filter((s) => s.message.kind === "notice");
+      expect(farewells).toHaveLength(1);
+      expect(farewells[0]?.target).toMatchObject({ to: "group:dev", threadId: "t1" });
+    });
+  });
+
   it("never pairs an explicit delivery channel with another channel's account or thread", async () => {
     h = await harness(kind, { main: echo });
     await h.gateway.receive(group("dev", "hi", { accountId: "acct1", threadId: "42" }));

@@ -63,6 +63,7 @@ import type {
   StoredEntry,
   StoredMessage,
   SubagentRecord,
+  ThreadBindingRecord,
 } from "./store/types.js";
 import { isToolMessage, toolResultText } from "./transcript.js";
 
@@ -163,8 +164,10 @@ export interface Gateway {
   };
   /** Serves this gateway over WebSocket (PROTOCOL.md) until the server or the gateway is closed. */
   listen(options?: ListenOptions): Promise<GatewayServer>;
-  /** Runs the archive sweep now (it also runs on its own timer). */
+  /** Runs the archive and thread-binding sweeps now (they also run on their own timers). */
   sweep(): Promise<void>;
+  /** An adapter reports a platform thread archived or deleted; its binding (if any) ends. */
+  threadClosed(event: { channel: string; accountId?: string; threadId: string }): Promise<boolean>;
   subscribe(listener: (event: GatewayEvent) => void): () => void;
   /** Stops timers, waits for work under way (up to `drainMs`), closes the store. */
   close(options?: { drainMs?: number }): Promise<void>;
@@ -377,6 +380,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   let closed = false;
   let archiveTimer: unknown;
   let archiveTimerAt = Number.POSITIVE_INFINITY;
+  let bindingTimer: unknown;
+  let bindingTimerAt = Number.POSITIVE_INFINITY;
 
   const now = () => clock.now();
   const emit = (event: GatewayEvent) => {
@@ -1453,6 +1458,13 @@ export function createGateway(options: GatewayOptions): Gateway {
         idleHours: settings.idleHours,
         maxAgeHours: settings.maxAgeHours,
       });
+      scheduleBindingSweep(
+        now() +
+          Math.min(
+            settings.idleHours > 0 ? settings.idleHours * 3_600_000 : Number.POSITIVE_INFINITY,
+            settings.maxAgeHours > 0 ? settings.maxAgeHours * 3_600_000 : Number.POSITIVE_INFINITY,
+          ),
+      );
       await touch(child.key, {
         channel,
         deliveryContext: { channel, to, accountId, threadId: String(created.threadId) },
@@ -1570,9 +1582,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
     }
     if (record.mode === "run") {
-      for (const binding of await store.listThreadBindings({ sessionKey: childKey })) {
-        await store.deleteThreadBinding(binding.channel, binding.accountId, binding.threadId);
-      }
+      for (const binding of await store.listThreadBindings({ sessionKey: childKey }))
+        await unbind(binding, "ended");
     }
     const done: SubagentRecord = {
       ...record,
@@ -1659,6 +1670,37 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // ------------------------------------------------------------------ inbound
 
+  /** When a binding lapses: idle for `idleHours` or older than `maxAgeHours` (0 = never). */
+  function bindingExpiresAt(binding: ThreadBindingRecord): number {
+    const idle =
+      binding.idleHours > 0
+        ? binding.lastActivityAt + binding.idleHours * 3_600_000
+        : Number.POSITIVE_INFINITY;
+    const age =
+      binding.maxAgeHours > 0 ? binding.boundAt + binding.maxAgeHours * 3_600_000 : Number.POSITIVE_INFINITY;
+    return Math.min(idle, age);
+  }
+
+  /** Removes a binding and says goodbye in its thread (a notice, so it is not lost to the send policy). */
+  async function unbind(binding: ThreadBindingRecord, reason: "expired" | "closed" | "ended"): Promise<void> {
+    if (!(await store.deleteThreadBinding(binding.channel, binding.accountId, binding.threadId))) return;
+    logger.debug("thread binding removed", { channel: binding.channel, threadId: binding.threadId, reason });
+    emit({ type: "sessions.changed", key: binding.sessionKey, reason: `thread-binding-${reason}` });
+    if (reason !== "expired") return;
+    await outbox.enqueue({
+      idempotencyKey: `farewell:${binding.channel}:${binding.accountId}:${binding.threadId}:${binding.boundAt}`,
+      kind: "notice",
+      sessionKey: binding.sessionKey,
+      target: {
+        channel: binding.channel,
+        to: binding.to,
+        accountId: binding.accountId,
+        threadId: binding.threadId,
+      },
+      text: "This thread is no longer connected to its agent session (it was idle too long). New messages here start a new conversation.",
+    });
+  }
+
   /** The session bound to a thread, if the binding is still live (expired ones are removed). */
   function touchThreadBinding(
     channel: string,
@@ -1668,16 +1710,70 @@ export function createGateway(options: GatewayOptions): Gateway {
     return entryLocks.run(`binding:${channel}:${accountId}:${threadId}`, async () => {
       const binding = await store.getThreadBinding(channel, accountId, threadId);
       if (binding === undefined) return undefined;
-      const t = now();
-      const idle = binding.idleHours > 0 && t - binding.lastActivityAt > binding.idleHours * 3_600_000;
-      const old = binding.maxAgeHours > 0 && t - binding.boundAt > binding.maxAgeHours * 3_600_000;
-      if (idle || old) {
-        await store.deleteThreadBinding(channel, accountId, threadId);
-        logger.debug("thread binding expired", { channel, threadId, sessionKey: binding.sessionKey });
+      if (bindingExpiresAt(binding) <= now()) {
+        await unbind(binding, "expired");
         return undefined;
       }
-      await store.putThreadBinding({ ...binding, lastActivityAt: t });
+      const touched = { ...binding, lastActivityAt: now() };
+      await store.putThreadBinding(touched);
+      scheduleBindingSweep(bindingExpiresAt(touched));
       return binding.sessionKey;
+    });
+  }
+
+  /** Expires lapsed bindings (with a farewell) and arms the timer for the next one. */
+  async function sweepBindings(): Promise<void> {
+    let next = Number.POSITIVE_INFINITY;
+    for (const binding of await store.listThreadBindings()) {
+      const at = bindingExpiresAt(binding);
+      if (at <= now()) {
+        await entryLocks.run(
+          `binding:${binding.channel}:${binding.accountId}:${binding.threadId}`,
+          async () => {
+            const current = await store.getThreadBinding(
+              binding.channel,
+              binding.accountId,
+              binding.threadId,
+            );
+            if (current !== undefined && bindingExpiresAt(current) <= now()) await unbind(current, "expired");
+          },
+        );
+      } else next = Math.min(next, at);
+    }
+    if (Number.isFinite(next)) scheduleBindingSweep(next);
+  }
+
+  function scheduleBindingSweep(at: number) {
+    if (closed || !Number.isFinite(at) || at >= bindingTimerAt) return;
+    if (bindingTimer !== undefined) clock.clearTimeout(bindingTimer);
+    bindingTimerAt = at;
+    bindingTimer = clock.setTimeout(
+      () => {
+        bindingTimer = undefined;
+        bindingTimerAt = Number.POSITIVE_INFINITY;
+        track(sweepBindings());
+      },
+      Math.max(0, at - now()),
+    );
+  }
+
+  /** An adapter reports a thread archived or deleted: its binding ends now. */
+  async function threadClosed(event: {
+    channel: string;
+    accountId?: string;
+    threadId: string;
+  }): Promise<boolean> {
+    await ready;
+    const channel = normalizeChannelId(event.channel, aliases);
+    if (channel === undefined || typeof event.threadId !== "string") {
+      throw sessionsError("invalid_params", "threadClosed needs a channel and a threadId", "threadId");
+    }
+    const accountId = normalizeAccountId(event.accountId);
+    return entryLocks.run(`binding:${channel}:${accountId}:${event.threadId}`, async () => {
+      const binding = await store.getThreadBinding(channel, accountId, event.threadId);
+      if (binding === undefined) return false;
+      await unbind(binding, "closed");
+      return true;
     });
   }
 
@@ -2240,6 +2336,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     await outbox.replay();
     await sweep();
+    await sweepBindings();
   }
 
   const ready = recover();
@@ -2313,7 +2410,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       get: (params) => call("deliveries.get", params) as Promise<DeliveryRecord>,
       list: (params) => call("deliveries.list", params) as Promise<{ deliveries: DeliveryRecord[] }>,
     },
-    sweep: () => sweep(),
+    sweep: async () => {
+      await sweep();
+      await sweepBindings();
+    },
+    threadClosed,
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -2337,6 +2438,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       outbox.stop();
       await outbox.drain(opts.drainMs ?? 5000);
       if (archiveTimer !== undefined) clock.clearTimeout(archiveTimer);
+      if (bindingTimer !== undefined) clock.clearTimeout(bindingTimer);
       await Promise.allSettled([...background]);
       await store.close();
     },
