@@ -39,6 +39,11 @@ const smoke = {
     types: 'export type Config = import("@sessions/adapter-telegram").TelegramAdapterConfig;',
     browser: false,
   },
+  "@sessions/adapter-discord": {
+    expr: 'typeof m.createDiscordAdapter === "function" && m.parseDiscordTarget("user:1").kind === "user"',
+    types: 'export type Config = import("@sessions/adapter-discord").DiscordAdapterConfig;',
+    browser: false,
+  },
   "@sessions/testing": {
     expr: 'typeof m.createFakeTelegramApi === "function" && m.telegramUpdate("group-text").message.chat.type === "supergroup"',
     types: 'export const update: Record<string, unknown> = m.telegramUpdate("private-text");',

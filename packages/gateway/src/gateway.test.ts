@@ -975,9 +975,13 @@ describe.each(STORE_KINDS)("review fixes on the %s store", (kind) => {
   });
 
   it("sweeps lapsed bindings on the gateway clock with a farewell, and unbinds closed threads", async () => {
-    h = await harness(kind, { main: (t) => (t.kind === "subagent_announce" ? "ANNOUNCE_SKIP" : "ok") }, {
-      config: { session: { threadBindings: { idleHours: 1 } } },
-    });
+    h = await harness(
+      kind,
+      { main: (t) => (t.kind === "subagent_announce" ? "ANNOUNCE_SKIP" : "ok") },
+      {
+        config: { session: { threadBindings: { idleHours: 1 } } },
+      },
+    );
     const first = await h.gateway.receive(group("dev", "hi"));
     await h.gateway.agentWait({ runId: first.runId as string });
     await h.gateway.callTool(first.sessionKey, "sessions_spawn", { task: "a", thread: true });

@@ -1,4 +1,21 @@
 export {
+  type DiscordFixtureName,
+  discordMessage,
+  discordSnowflake,
+  discordTimestamp,
+} from "./discord-fixtures.js";
+export {
+  createFakeDiscordApi,
+  type DiscordCall,
+  type DiscordChannelData,
+  type DiscordFailure,
+  type DiscordRouteMatcher,
+  type DiscordUserData,
+  type FakeDiscordApi,
+  type FakeDiscordGuild,
+  type FakeDiscordOptions,
+} from "./fake-discord.js";
+export {
   createFakeTelegramApi,
   type FakeTelegramApi,
   type FakeTelegramError,

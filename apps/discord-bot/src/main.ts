@@ -1,0 +1,55 @@
+// Real: DISCORD_TOKEN=… pnpm --filter discord-bot start [-- --runner ./runner.js]; offline: … start -- --fake
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { createDiscordAdapter } from "@sessions/adapter-discord";
+import type { AgentRunner } from "@sessions/gateway";
+import { createGateway, createMemoryStore, createScriptedRunner, createSqliteStore } from "@sessions/gateway";
+import { createFakeDiscordApi, discordMessage } from "@sessions/testing";
+import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
+
+const options = { fake: { type: "boolean" }, runner: { type: "string" } } as const;
+const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== "--"), options });
+const fake = values.fake ? await createFakeDiscordApi({ echoOwnMessages: false }) : undefined;
+const token = fake?.token ?? process.env.DISCORD_TOKEN;
+if (!token) throw new Error("set DISCORD_TOKEN, or pass --fake");
+
+// --runner: any module whose default export is an AgentRunner, e.g. createAiSdkRunner({ model }).
+const runner: AgentRunner = values.runner
+  ? (await import(pathToFileURL(resolve(values.runner)).href)).default
+  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+
+const { Guilds, GuildMessages, MessageContent, DirectMessages } = GatewayIntentBits;
+const intents = [Guilds, GuildMessages, MessageContent, DirectMessages];
+const client = new Client({
+  intents,
+  partials: [Partials.Channel],
+  ...(fake ? { rest: { api: fake.restUrl } } : {}),
+});
+const adapter = createDiscordAdapter({ client });
+const store = fake ? createMemoryStore() : createSqliteStore({ path: ".sessions/discord-bot.db" });
+const gateway = createGateway({ store, runner, adapters: [adapter] });
+adapter.attach(gateway);
+const ready = new Promise((done) => client.once(Events.ClientReady, done));
+await client.login(token);
+await ready;
+console.log(`${client.user?.tag} is listening`);
+if (fake) {
+  for (const [name, content] of [
+    ["guild-text", "hello bot"],
+    ["thread-text", "any news?"],
+  ] as const) {
+    fake.dispatch("MESSAGE_CREATE", discordMessage(name, { content }));
+    console.log(`user → ${content}`);
+  }
+  const replies = () => fake.callsOf("POST", "/channels/:id/messages");
+  for (let i = 0; i < 500 && replies().length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  for (const call of replies())
+    console.log(`bot → ${(call.body as { content: string }).content} (${call.path})`);
+  await gateway.close();
+  await client.destroy();
+  await fake.close();
+} else {
+  for (const signal of ["SIGINT", "SIGTERM"] as const)
+    process.once(signal, () => void gateway.close().then(() => client.destroy()));
+}

@@ -1,0 +1,49 @@
+import { createFakeDiscordApi } from "@sessions/testing";
+import { describeChannelAdapterContract } from "@sessions/testing/contract";
+import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
+import { createDiscordAdapter } from "./index.js";
+
+describeChannelAdapterContract("discord (discord.js + fake API)", async () => {
+  const api = await createFakeDiscordApi({ echoOwnMessages: false });
+  const client = new Client({
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.MessageContent,
+      GatewayIntentBits.DirectMessages,
+    ],
+    partials: [Partials.Channel],
+    rest: { api: api.restUrl, rejectOnRateLimit: () => true },
+  });
+  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
+  await client.login(api.token);
+  await ready;
+  const general = api.guild.general.id;
+  return {
+    adapter: createDiscordAdapter({ client }),
+    chat: { channel: "discord", to: `channel:${general}` },
+    threadParent: { channel: "discord", to: `channel:${general}` },
+    sent: () =>
+      api.callsOf("POST", "/channels/:id/messages").map((c) => {
+        const id = c.path.split("/")[2] as string;
+        const body = c.body as { content?: string };
+        return {
+          to: `channel:${id}`,
+          ...(id === general ? {} : { threadId: id }),
+          text: String(body.content),
+        };
+      }),
+    rateLimitNextSend: (seconds) =>
+      api.failNext("POST /channels/:id/messages", 1, { status: 429, retryAfterSeconds: seconds }),
+    refuseNextSend: () =>
+      api.failNext("POST /channels/:id/messages", 1, {
+        status: 403,
+        code: 50013,
+        message: "Missing Permissions",
+      }),
+    async close() {
+      await client.destroy();
+      await api.close();
+    },
+  };
+});

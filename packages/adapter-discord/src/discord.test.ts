@@ -1,0 +1,211 @@
+import { createTelegramAdapter } from "@sessions/adapter-telegram";
+import {
+  createGateway,
+  createManualClock,
+  createMemoryStore,
+  createScriptedRunner,
+  type Gateway,
+  type GatewayOptions,
+  type ScriptedAgent,
+} from "@sessions/gateway";
+import {
+  createFakeDiscordApi,
+  createFakeTelegramApi,
+  discordMessage,
+  type FakeDiscordApi,
+  telegramUpdate,
+} from "@sessions/testing";
+import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
+import { Bot } from "grammy";
+import type { Update } from "grammy/types";
+import { afterEach, describe, expect, it } from "vitest";
+import { createDiscordAdapter, type DiscordAdapter } from "./index.js";
+
+let api: FakeDiscordApi;
+let client: Client;
+let gateway: Gateway;
+let adapter: DiscordAdapter;
+const extraCleanups: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  await gateway?.close({ drainMs: 200 });
+  await client?.destroy();
+  await api?.close();
+  for (const fn of extraCleanups.splice(0)) await fn();
+});
+
+async function setup(agents: Record<string, ScriptedAgent>, options: Partial<GatewayOptions> = {}) {
+  api = await createFakeDiscordApi({ echoOwnMessages: false });
+  client = new Client({
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.MessageContent,
+      GatewayIntentBits.DirectMessages,
+    ],
+    partials: [Partials.Channel],
+    rest: { api: api.restUrl },
+  });
+  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
+  await client.login(api.token);
+  await ready;
+  adapter = createDiscordAdapter({ client, ownerIds: [api.user.id] });
+  const clock = createManualClock();
+  gateway = createGateway({
+    store: createMemoryStore(),
+    runner: createScriptedRunner({ agents, clock, fallback: () => "ok" }),
+    adapters: [adapter],
+    clock,
+    ...options,
+  });
+  adapter.attach(gateway);
+  await gateway.ready;
+}
+
+async function until(check: () => boolean | Promise<boolean>, what: string) {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const posts = () =>
+  api
+    .callsOf("POST", "/channels/:id/messages")
+    .map((c) => ({ channel: c.path.split("/")[2], content: (c.body as { content: string }).content }));
+
+describe("Discord adapter through real discord.js against a fake Discord API", () => {
+  it("answers a guild channel message in the same channel, typing while the run is in progress", async () => {
+    await setup({ main: (t) => `echo: ${t.text}` });
+    api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "status please" }));
+    await until(() => posts().length === 1, "the reply");
+    expect(posts()[0]).toEqual({ channel: api.guild.general.id, content: "echo: status please" });
+    expect(api.callsOf("POST", "/channels/:id/typing").length).toBeGreaterThan(0);
+    const [row] = (await gateway.sessions.list()).sessions;
+    expect(row).toMatchObject({
+      key: `agent:main:discord:channel:${api.guild.general.id}`,
+      channel: "discord",
+      chatType: "channel",
+    });
+    expect(row?.displayName).toContain("#general");
+  });
+
+  it("gives a thread its own session with the parent recorded, and replies into the thread", async () => {
+    await setup({ main: (t) => `echo: ${t.text}` });
+    api.dispatch("MESSAGE_CREATE", discordMessage("thread-text", { content: "in the thread" }));
+    await until(() => posts().length === 1, "the thread reply");
+    expect(posts()[0]).toEqual({ channel: api.guild.thread.id, content: "echo: in the thread" });
+    const key = `agent:main:discord:channel:${api.guild.general.id}:thread:${api.guild.thread.id}`;
+    expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual([key]);
+  });
+
+  it("answers DMs in the DM and ignores bots, itself included", async () => {
+    await setup({ main: (t) => `echo: ${t.text}` });
+    api.dispatch("MESSAGE_CREATE", discordMessage("other-bot-text"));
+    api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { author: api.botUser }));
+    api.dispatch("MESSAGE_CREATE", discordMessage("dm-text", { content: "psst" }));
+    await until(() => posts().length === 1, "the DM reply");
+    expect(posts()[0]).toEqual({ channel: api.dmChannel.id, content: "echo: psst" });
+    expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual(["agent:main:main"]);
+  });
+
+  it("creates a thread for sessions_spawn({ thread: true }), routes the thread to the child, announces there, and unbinds when archived", async () => {
+    await setup({
+      main: async (t) => {
+        if (t.kind === "subagent") return "Result: found it";
+        if (t.kind === "subagent_announce") return "Result: the answer is 42\nNotes:\n- none";
+        if (t.text.startsWith("research")) {
+          await t.callTool("sessions_spawn", { task: "find the answer", thread: true, label: "Answer hunt" });
+          return "opened a thread";
+        }
+        return `child heard: ${t.text}`;
+      },
+    });
+    api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "research please" }));
+    await until(() => api.callsOf("POST", "/channels/:id/threads").length === 1, "the thread");
+    expect(api.callsOf("POST", "/channels/:id/threads")[0]?.body).toMatchObject({ name: "Answer hunt" });
+    await until(() => posts().some((p) => p.content.startsWith("Status: success")), "the announce");
+    const announce = posts().find((p) => p.content.startsWith("Status: success"));
+    const threadId = announce?.channel as string;
+    expect(threadId).not.toBe(api.guild.general.id);
+    expect(posts().some((p) => p.channel === threadId && p.content.startsWith("Working on this here"))).toBe(
+      true,
+    );
+    const [binding] = await gateway.store.listThreadBindings();
+    expect(binding).toMatchObject({ channel: "discord", threadId });
+
+    api.dispatch(
+      "MESSAGE_CREATE",
+      discordMessage("thread-text", { channel_id: threadId, content: "how is it going?" }),
+    );
+    await until(
+      () => posts().some((p) => p.content === "child heard: how is it going?"),
+      "the child's reply in the thread",
+    );
+    expect(posts().find((p) => p.content === "child heard: how is it going?")?.channel).toBe(threadId);
+
+    // Someone archives the thread on Discord (PATCH → THREAD_UPDATE from the platform).
+    const live = await client.channels.fetch(threadId);
+    if (live?.isThread()) await live.setArchived(true);
+    await until(async () => (await gateway.store.listThreadBindings()).length === 0, "the binding to end");
+  });
+
+  it("suppresses replies a send policy denies and records suppressed", async () => {
+    await setup(
+      { main: () => "hi" },
+      {
+        config: {
+          session: {
+            sendPolicy: { rules: [{ match: { channel: "discord", chatType: "channel" }, action: "deny" }] },
+          },
+        },
+      },
+    );
+    api.dispatch("MESSAGE_CREATE", discordMessage("guild-text"));
+    await until(
+      async () => (await gateway.deliveries.list()).deliveries[0]?.status === "suppressed",
+      "the suppressed receipt",
+    );
+    expect(posts()).toEqual([]);
+  });
+
+  it("shares one DM session across Telegram and Discord for a person linked by identity links (per-peer)", async () => {
+    await setup(
+      { main: (t) => `seen ${t.messages.filter((m) => m.role === "user").length} message(s)` },
+      {
+        config: {
+          session: {
+            dmScope: "per-peer",
+            identityLinks: { alice: ["telegram:424242", "discord:1200000000000000001"] },
+          },
+        },
+      },
+    );
+    const tgApi = await createFakeTelegramApi();
+    extraCleanups.push(() => tgApi.close());
+    const bot = new Bot(tgApi.token, { client: { apiRoot: tgApi.apiRoot } });
+    await bot.init();
+    const telegram = createTelegramAdapter({ bot });
+    // A second gateway would not share state: wire Telegram into the same one through its adapter API.
+    bot.on("message", async (ctx) => {
+      const inbound = telegram.resolveInbound(ctx.message as never);
+      if (inbound) await gateway.receive(inbound);
+    });
+    api.dispatch("MESSAGE_CREATE", discordMessage("dm-text", { content: "from discord" }));
+    await until(() => posts().length === 1, "the Discord reply");
+    await bot.handleUpdate(telegramUpdate("private-text", { text: "from telegram" }) as unknown as Update);
+    await until(
+      async () => (await gateway.chat.history({ sessionKey: "agent:main:direct:alice" })).totalMessages === 4,
+      "both turns",
+    );
+    expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual(["agent:main:direct:alice"]);
+    const history = await gateway.chat.history({ sessionKey: "agent:main:direct:alice" });
+    expect(history.messages.map((m) => m.content)).toEqual([
+      "from discord",
+      "seen 1 message(s)",
+      "from telegram",
+      "seen 2 message(s)",
+    ]);
+  });
+});

@@ -1,0 +1,265 @@
+import {
+  type ChannelAdapterV1,
+  chunkMessage,
+  type DeliveryReceipt,
+  type DeliveryTarget,
+  type InboundGateway,
+  type InboundMessage,
+  type OutboundMessage,
+  SessionsError,
+} from "@sessions/core";
+import { ChannelType, type Client, Events, type Message } from "discord.js";
+
+/** Discord's cap on one message's content. */
+export const DISCORD_MAX_MESSAGE_LENGTH = 2000;
+
+export interface DiscordAdapterConfig {
+  /** Your discord.js client (intents: Guilds, GuildMessages, MessageContent, DirectMessages; partials: Channel). */
+  client: Client;
+  /** Which bot account this is, for several bots on one gateway (default `default`). */
+  accountId?: string;
+  /** Discord user ids allowed to run owner-only commands such as `/send on|off|inherit`. */
+  ownerIds?: readonly string[];
+  /** The agent that answers (default: the gateway's default agent). */
+  agentId?: string;
+  /** Show "typing…" while a run is in progress (default true). */
+  typing?: boolean;
+  /** Auto-archive of threads the adapter creates, in minutes (default 1440). */
+  threadAutoArchiveMinutes?: 60 | 1440 | 4320 | 10080;
+}
+
+export interface DiscordInbound extends InboundMessage {
+  channel: "discord";
+}
+
+export interface DiscordAdapter extends ChannelAdapterV1 {
+  readonly channel: "discord";
+  /** Routes the client's messages into a gateway and reports archived/deleted threads to it. */
+  attach(gateway: InboundGateway): void;
+  /** The inbound message for one Discord message, or `null` for messages the bot ignores. */
+  resolveInbound(message: Message): DiscordInbound | null;
+}
+
+function toSessionsError(error: unknown): SessionsError {
+  const e = error as {
+    status?: number;
+    retryAfter?: number;
+    timeToReset?: number;
+    message?: string;
+    name?: string;
+  };
+  // discord.js throws RateLimitError (name "RateLimitError[route]") when the client rejects on rate limits.
+  const rateLimited =
+    (typeof e?.name === "string" && e.name.startsWith("RateLimitError")) || e?.status === 429;
+  if (rateLimited) {
+    const ms =
+      typeof e.retryAfter === "number"
+        ? e.retryAfter
+        : typeof e.timeToReset === "number"
+          ? e.timeToReset
+          : 1000;
+    return new SessionsError("rate_limited", `Discord rate limit: ${e.message || "429"}`, {
+      retryAfterMs: ms,
+      cause: error,
+    });
+  }
+  if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) {
+    // Unknown channel, missing access or permissions: retrying will not help.
+    return new SessionsError("invalid_params", `Discord refused the message: ${e.message ?? e.status}`, {
+      cause: error,
+    });
+  }
+  return new SessionsError("unavailable", `Discord unreachable: ${e?.message ?? String(error)}`, {
+    cause: error,
+  });
+}
+
+/** `channel:123` / `user:456` / `123` → what to send to. */
+export function parseDiscordTarget(to: string): { kind: "channel" | "user"; id: string } {
+  const match = /^(channel|user):(.+)$/.exec(to.trim());
+  if (match === null) return { kind: "channel", id: to.trim() };
+  return { kind: match[1] as "channel" | "user", id: match[2] as string };
+}
+
+/** A sessions channel adapter for a discord.js client: inbound routing, chunked delivery, threads, typing. */
+export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapter {
+  const { client } = config;
+  if (
+    client === null ||
+    typeof client !== "object" ||
+    typeof client.on !== "function" ||
+    client.channels === undefined
+  ) {
+    throw new SessionsError("invalid_config", "createDiscordAdapter: client must be a discord.js Client", {
+      field: "client",
+    });
+  }
+  const accountId = config.accountId ?? "default";
+  const owners = new Set((config.ownerIds ?? []).map(String));
+  const sentChunks = new Map<string, string[]>();
+
+  function resolveInbound(message: Message): DiscordInbound | null {
+    if (message.author.bot || message.author.id === client.user?.id || message.system) return null;
+    const text = message.content;
+    if (typeof text !== "string" || text.trim() === "") return null;
+    const channel = message.channel;
+    const base = {
+      channel: "discord" as const,
+      accountId,
+      senderId: message.author.id,
+      senderName: message.member?.displayName ?? message.author.globalName ?? message.author.username,
+      isOwner: owners.has(message.author.id),
+      text,
+      messageId: message.id,
+      ...(config.agentId === undefined ? {} : { agentId: config.agentId }),
+    };
+    if (channel.type === ChannelType.DM) {
+      return {
+        ...base,
+        chatType: "direct",
+        peerId: message.author.id,
+        to: `user:${message.author.id}`,
+        displayName: message.author.username,
+      };
+    }
+    if (channel.type === ChannelType.GroupDM) {
+      return {
+        ...base,
+        chatType: "group",
+        peerId: channel.id,
+        to: `channel:${channel.id}`,
+        ...(channel.name ? { displayName: channel.name } : {}),
+      };
+    }
+    const guildName = message.guild?.name;
+    if (channel.isThread()) {
+      const parentId = channel.parentId ?? channel.id;
+      return {
+        ...base,
+        chatType: "channel",
+        peerId: parentId,
+        threadId: channel.id,
+        threadKind: "thread",
+        parentId,
+        to: `channel:${parentId}`,
+        displayName: `${guildName ? `${guildName} ` : ""}#${channel.parent?.name ?? "thread"} › ${channel.name}`,
+      };
+    }
+    return {
+      ...base,
+      chatType: "channel",
+      peerId: channel.id,
+      to: `channel:${channel.id}`,
+      displayName: `${guildName ? `${guildName} ` : ""}#${"name" in channel && channel.name ? channel.name : channel.id}`,
+    };
+  }
+
+  async function textTarget(target: DeliveryTarget) {
+    const { kind, id } = parseDiscordTarget(target.to);
+    if (kind === "user") return client.users.createDM(id);
+    const channel = await client.channels.fetch(target.threadId ?? id);
+    if (channel === null || !channel.isSendable()) {
+      throw new SessionsError(
+        "invalid_params",
+        `Discord channel ${target.threadId ?? id} cannot receive messages`,
+        {
+          field: "to",
+        },
+      );
+    }
+    return channel;
+  }
+
+  async function deliver(
+    target: DeliveryTarget,
+    message: OutboundMessage,
+    options: { idempotencyKey: string },
+  ): Promise<DeliveryReceipt> {
+    const chunks = chunkMessage(message.text, DISCORD_MAX_MESSAGE_LENGTH);
+    const done = sentChunks.get(options.idempotencyKey) ?? [];
+    try {
+      const channel = await textTarget(target);
+      for (let i = done.length; i < chunks.length; i++) {
+        // No mention parsing: model output must never ping @everyone or roles.
+        const sent = await channel.send({ content: chunks[i] as string, allowedMentions: { parse: [] } });
+        done.push(sent.id);
+        sentChunks.set(options.idempotencyKey, done);
+      }
+    } catch (error) {
+      throw SessionsError.isInstance(error) ? error : toSessionsError(error);
+    }
+    sentChunks.delete(options.idempotencyKey);
+    return { messageIds: done };
+  }
+
+  const adapter: DiscordAdapter = {
+    specVersion: 1,
+    channel: "discord",
+    capabilities: {
+      threads: true,
+      typing: config.typing !== false,
+      maxMessageLength: DISCORD_MAX_MESSAGE_LENGTH,
+    },
+    deliver,
+    async createThread(request) {
+      const { id } = parseDiscordTarget(request.parent.to);
+      try {
+        const parent = await client.channels.fetch(request.parent.threadId ?? id);
+        if (
+          parent === null ||
+          (parent.type !== ChannelType.GuildText && parent.type !== ChannelType.GuildAnnouncement)
+        ) {
+          throw new SessionsError("invalid_params", `Discord channel ${id} cannot hold threads`, {
+            field: "to",
+          });
+        }
+        const thread = await parent.threads.create({
+          name: request.name.slice(0, 100) || "sub-agent",
+          autoArchiveDuration: config.threadAutoArchiveMinutes ?? 1440,
+        });
+        await thread.send({
+          content: `Working on this here (session \`${request.sessionKey}\`).`,
+          allowedMentions: { parse: [] },
+        });
+        return { threadId: thread.id, to: `channel:${parent.id}` };
+      } catch (error) {
+        throw SessionsError.isInstance(error) ? error : toSessionsError(error);
+      }
+    },
+    async sendTyping(target) {
+      const channel = await textTarget(target).catch(() => undefined);
+      await channel?.sendTyping().catch(() => undefined);
+    },
+    resolveInbound,
+    attach(gateway) {
+      client.on(Events.MessageCreate, async (message) => {
+        const inbound = resolveInbound(message);
+        if (inbound === null) return;
+        const result = await gateway.receive(inbound);
+        if (result.runId === undefined || config.typing === false) return;
+        const target: DeliveryTarget = {
+          channel: "discord",
+          to: inbound.to,
+          ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
+        };
+        await adapter.sendTyping?.(target);
+        // Discord shows "typing" for about ten seconds: repeat until the run ends.
+        const runId = result.runId;
+        void (async () => {
+          for (;;) {
+            const waited = await gateway.agentWait({ runId, timeoutMs: 8000 }).catch(() => undefined);
+            if (waited === undefined || waited.status !== "timeout" || waited.endedAt !== undefined) return;
+            await adapter.sendTyping?.(target);
+          }
+        })();
+      });
+      const closed = (threadId: string) =>
+        void gateway.threadClosed?.({ channel: "discord", accountId, threadId }).catch(() => false);
+      client.on(Events.ThreadUpdate, (_old, thread) => {
+        if (thread.archived) closed(thread.id);
+      });
+      client.on(Events.ThreadDelete, (thread) => closed(thread.id));
+    },
+  };
+  return adapter;
+}

@@ -1,0 +1,102 @@
+import { type ChannelAdapterV1, type DeliveryTarget, SessionsError } from "@sessions/core";
+import { afterEach, describe, expect, it } from "vitest";
+
+/** What a platform's test harness gives the shared adapter contract. */
+export interface AdapterContractHarness {
+  adapter: ChannelAdapterV1;
+  /** A conversation the bot can post in, and one that has threads/topics (may be the same). */
+  chat: DeliveryTarget;
+  threadParent: DeliveryTarget;
+  /** Messages the fake platform received, in order. */
+  sent(): { to: string; threadId?: string; text: string }[];
+  /** The next send is rate-limited by the platform for `seconds`. */
+  rateLimitNextSend(seconds: number): void;
+  /** The next send is refused for good (unknown chat, no permission). */
+  refuseNextSend(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The behaviours every `ChannelAdapterV1` owes the gateway, run against a real platform library talking to a fake
+ * API: chunking at the platform limit with every id returned, thread delivery, rate limits as `rate_limited` with
+ * `retryAfterMs`, permanent refusals as `invalid_params`, and thread creation.
+ */
+export function describeChannelAdapterContract(
+  name: string,
+  setup: () => Promise<AdapterContractHarness>,
+): void {
+  describe(`ChannelAdapterV1 contract: ${name}`, () => {
+    let h: AdapterContractHarness | undefined;
+    const open = async () => {
+      h = await setup();
+      return h;
+    };
+    afterEach(async () => {
+      await h?.close();
+      h = undefined;
+    });
+
+    it("declares spec version 1 and its capabilities", async () => {
+      const { adapter } = await open();
+      expect(adapter.specVersion).toBe(1);
+      expect(adapter.capabilities.maxMessageLength).toBeGreaterThan(0);
+    });
+
+    it("chunks long text at the platform limit and returns every message id", async () => {
+      const { adapter, chat, sent } = await open();
+      const limit = adapter.capabilities.maxMessageLength as number;
+      const text = Array.from({ length: 3 }, (_, i) => `${String(i).repeat(limit - 10)}`).join("\n\n");
+      const receipt = await adapter.deliver(
+        chat,
+        { text, kind: "reply", sessionKey: "s" },
+        { idempotencyKey: "chunks" },
+      );
+      const messages = sent();
+      expect(messages.length).toBe(3);
+      expect(receipt.messageIds).toHaveLength(3);
+      for (const m of messages) expect(m.text.length).toBeLessThanOrEqual(limit);
+      expect(messages.map((m) => m.text[0])).toEqual(["0", "1", "2"]);
+    });
+
+    it("posts into a thread when the target names one", async () => {
+      const { adapter, threadParent, sent } = await open();
+      const thread = await adapter.createThread?.({
+        parent: threadParent,
+        name: "contract",
+        sessionKey: "s",
+      });
+      expect(thread?.threadId).toEqual(expect.any(String));
+      const before = sent().length;
+      await adapter.deliver(
+        { ...threadParent, threadId: thread?.threadId as string },
+        { text: "in thread", kind: "announce", sessionKey: "s" },
+        { idempotencyKey: "thread" },
+      );
+      const posted = sent()
+        .slice(before)
+        .find((m) => m.text === "in thread");
+      expect(posted?.threadId ?? posted?.to).toContain(thread?.threadId as string);
+    });
+
+    it("surfaces platform rate limits as rate_limited with retryAfterMs", async () => {
+      const { adapter, chat, rateLimitNextSend } = await open();
+      rateLimitNextSend(3);
+      const error = await adapter
+        .deliver(chat, { text: "x", kind: "reply", sessionKey: "s" }, { idempotencyKey: "rl" })
+        .catch((e) => e);
+      expect(SessionsError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ code: "rate_limited" });
+      expect(error.retryAfterMs).toBeGreaterThanOrEqual(2000);
+      expect(error.retryAfterMs).toBeLessThanOrEqual(4000);
+    });
+
+    it("reports permanent refusals as invalid_params (the outbox does not retry them)", async () => {
+      const { adapter, chat, refuseNextSend } = await open();
+      refuseNextSend();
+      const error = await adapter
+        .deliver(chat, { text: "x", kind: "reply", sessionKey: "s" }, { idempotencyKey: "no" })
+        .catch((e) => e);
+      expect(error).toMatchObject({ code: "invalid_params" });
+    });
+  });
+}
