@@ -25,6 +25,7 @@ let api: FakeDiscordApi;
 let client: Client;
 let gateway: Gateway;
 let adapter: DiscordAdapter;
+let clock: ReturnType<typeof createManualClock>;
 const extraCleanups: (() => Promise<unknown>)[] = [];
 
 afterEach(async () => {
@@ -50,7 +51,7 @@ async function setup(agents: Record<string, ScriptedAgent>, options: Partial<Gat
   await client.login(api.token);
   await ready;
   adapter = createDiscordAdapter({ client, ownerIds: [api.user.id] });
-  const clock = createManualClock();
+  clock = createManualClock();
   gateway = createGateway({
     store: createMemoryStore(),
     runner: createScriptedRunner({ agents, clock, fallback: () => "ok" }),
@@ -149,6 +150,29 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
     const live = await client.channels.fetch(threadId);
     if (live?.isThread()) await live.setArchived(true);
     await until(async () => (await gateway.store.listThreadBindings()).length === 0, "the binding to end");
+  });
+
+  it("unbinds an idle thread on the gateway clock and says goodbye in it", async () => {
+    await setup(
+      {
+        main: async (t) => {
+          if (t.kind === "subagent_announce") return "ANNOUNCE_SKIP";
+          if (t.text.startsWith("watch"))
+            await t.callTool("sessions_spawn", { task: "watch", thread: true, label: "Watcher" });
+          return "ok";
+        },
+      },
+      { config: { session: { threadBindings: { idleHours: 2 } } } },
+    );
+    api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "watch the deploy" }));
+    await until(async () => (await gateway.store.listThreadBindings()).length === 1, "the binding");
+    const [binding] = await gateway.store.listThreadBindings();
+    await clock.advance(2 * 3_600_000 + 1000);
+    await until(async () => (await gateway.store.listThreadBindings()).length === 0, "the binding to expire");
+    await until(
+      () => posts().some((p) => p.channel === binding?.threadId && p.content.includes("no longer connected")),
+      "the farewell",
+    );
   });
 
   it("suppresses replies a send policy denies and records suppressed", async () => {

@@ -177,6 +177,15 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     await until(() => sent().some((p) => String(p.text).startsWith("Status: success")), "the announce");
     const announce = sent().find((p) => String(p.text).startsWith("Status: success"));
     expect(announce).toMatchObject({ chat_id: "-100900800700", message_thread_id: 500 });
+    // A user writing in the new topic reaches the sub-agent's session, and its reply stays in the topic.
+    const before = sent().length;
+    await feed(telegramUpdate("forum-topic-text", { text: "how is it going?", message_thread_id: 500 }));
+    await until(() => sent().length === before + 1, "the child's reply");
+    expect(sent()[before]).toMatchObject({ chat_id: "-100900800700", message_thread_id: 500, text: "ok" });
+    const child = (await gateway.store.listThreadBindings())[0]?.sessionKey as string;
+    expect(child).toMatch(/^agent:main:subagent:/);
+    const history = await gateway.chat.history({ sessionKey: child });
+    expect(history.messages.some((m) => m.content === "how is it going?")).toBe(true);
   });
 
   it("suppresses group replies a send policy denies and records suppressed", async () => {
