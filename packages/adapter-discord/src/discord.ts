@@ -5,6 +5,7 @@ import {
   type DeliveryTarget,
   type InboundGateway,
   type InboundMessage,
+  keepTypingWhileRunning,
   type OutboundMessage,
   SessionsError,
 } from "@sessions/core";
@@ -242,16 +243,13 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
           to: inbound.to,
           ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
         };
-        await adapter.sendTyping?.(target);
-        // Discord shows "typing" for about ten seconds: repeat until the run ends.
-        const runId = result.runId;
-        void (async () => {
-          for (;;) {
-            const waited = await gateway.agentWait({ runId, timeoutMs: 8000 }).catch(() => undefined);
-            if (waited === undefined || waited.status !== "timeout" || waited.endedAt !== undefined) return;
-            await adapter.sendTyping?.(target);
-          }
-        })();
+        // Discord shows "typing" for about ten seconds: keep it up until the run ends.
+        void keepTypingWhileRunning(
+          gateway,
+          result.runId,
+          () => adapter.sendTyping?.(target) ?? Promise.resolve(),
+          8000,
+        );
       });
       const closed = (threadId: string) =>
         void gateway.threadClosed?.({ channel: "discord", accountId, threadId }).catch(() => false);

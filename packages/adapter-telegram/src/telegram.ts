@@ -5,6 +5,7 @@ import {
   type DeliveryTarget,
   type InboundGateway,
   type InboundMessage,
+  keepTypingWhileRunning,
   type OutboundMessage,
   SessionsError,
 } from "@sessions/core";
@@ -199,16 +200,13 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
           to: inbound.to,
           ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
         };
-        await adapter.sendTyping?.(target);
-        // Telegram shows "typing" for about five seconds: repeat until the run ends.
-        const runId = result.runId;
-        void (async () => {
-          for (;;) {
-            const waited = await gateway.agentWait({ runId, timeoutMs: 4500 }).catch(() => undefined);
-            if (waited === undefined || waited.status !== "timeout" || waited.endedAt !== undefined) return;
-            await adapter.sendTyping?.(target);
-          }
-        })();
+        // Telegram shows "typing" for about five seconds: keep it up until the run ends.
+        void keepTypingWhileRunning(
+          gateway,
+          result.runId,
+          () => adapter.sendTyping?.(target) ?? Promise.resolve(),
+          4500,
+        );
       });
     },
   };

@@ -99,3 +99,21 @@ export interface InboundGateway {
     timeoutMs?: number;
   }): Promise<{ status: "ok" | "error" | "timeout"; endedAt?: number }>;
 }
+
+/**
+ * Shows "typing…" for a run: calls `send` now and again every `intervalMs` until the run ends, waiting on the
+ * gateway (`agentWait`) rather than polling. Never throws; ends when the gateway cannot say.
+ */
+export async function keepTypingWhileRunning(
+  gateway: Pick<InboundGateway, "agentWait">,
+  runId: string,
+  send: () => Promise<void>,
+  intervalMs: number,
+): Promise<void> {
+  await send().catch(() => undefined);
+  for (;;) {
+    const waited = await gateway.agentWait({ runId, timeoutMs: intervalMs }).catch(() => undefined);
+    if (waited === undefined || waited.status !== "timeout" || waited.endedAt !== undefined) return;
+    await send().catch(() => undefined);
+  }
+}

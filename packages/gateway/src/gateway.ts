@@ -1944,6 +1944,31 @@ export function createGateway(options: GatewayOptions): Gateway {
     return entry;
   }
 
+  /**
+   * Where a delivering `chat.send` / `agent` goes: the explicit target merged over the session's context. Throws
+   * `invalid_params` without a complete target and `send_policy_denied` (SPEC 8.2) when the policy says no.
+   */
+  function allowedDelivery(
+    entry: StoredEntry,
+    key: string,
+    explicit: Parameters<typeof normalizeDeliveryContext>[0] | undefined,
+    missing: string,
+  ): DeliveryContext & { channel: string; to: string } {
+    const target = mergeDeliveryContext(explicit, entry.deliveryContext, aliases);
+    if (target?.channel === undefined || target.to === undefined) {
+      throw sessionsError("invalid_params", missing, explicit === undefined ? "deliver" : "to");
+    }
+    if (
+      resolveSendPolicy({ policy: config.session.sendPolicy, entry, key, channel: target.channel }) === "deny"
+    ) {
+      throw new SessionsError("send_policy_denied", `Send policy denies delivery to ${key}`, {
+        field: "deliver",
+        details: { code: "SEND_POLICY_DENIED" },
+      });
+    }
+    return target as DeliveryContext & { channel: string; to: string };
+  }
+
   /** Aborts a session's running and queued runs (or just `runId`); returns the ids aborted. */
   function abortSession(key: string, runId?: string): string[] {
     const runIds: string[] = [];
@@ -2104,26 +2129,10 @@ export function createGateway(options: GatewayOptions): Gateway {
         return { runId: existing.runId, status } as const;
       }
       const entry = await ensureEntry(key);
-      let deliverTo: DeliveryContext | undefined;
-      if (p.deliver === true) {
-        deliverTo = normalizeDeliveryContext(entry.deliveryContext, aliases);
-        if (deliverTo?.channel === undefined || deliverTo.to === undefined) {
-          throw sessionsError(
-            "invalid_params",
-            `Session ${key} has no delivery context to deliver to`,
-            "deliver",
-          );
-        }
-        if (
-          resolveSendPolicy({ policy: config.session.sendPolicy, entry, key, channel: deliverTo.channel }) ===
-          "deny"
-        ) {
-          throw new SessionsError("send_policy_denied", `Send policy denies delivery to ${key}`, {
-            field: "deliver",
-            details: { code: "SEND_POLICY_DENIED" },
-          });
-        }
-      }
+      const deliverTo =
+        p.deliver === true
+          ? allowedDelivery(entry, key, undefined, `Session ${key} has no delivery context to deliver to`)
+          : undefined;
       const { run, created } = await startRun({
         sessionKey: key,
         kind: "chat",
@@ -2167,29 +2176,15 @@ export function createGateway(options: GatewayOptions): Gateway {
         ...(p.label === undefined ? {} : { label: p.label }),
         ...(p.spawnedBy === undefined ? {} : { spawnedBy: p.spawnedBy }),
       });
-      let deliverTo: DeliveryContext | undefined;
-      if (p.deliver === true) {
-        deliverTo = normalizeDeliveryContext(
-          { channel: p.channel, to: p.to, accountId: p.accountId, threadId: p.threadId },
-          aliases,
-        );
-        deliverTo = mergeDeliveryContext(deliverTo, entry.deliveryContext, aliases);
-        if (deliverTo?.channel === undefined || deliverTo.to === undefined)
-          throw sessionsError(
-            "invalid_params",
-            "agent: deliver needs channel and to (or a session with a delivery context)",
-            "to",
-          );
-        if (
-          resolveSendPolicy({ policy: config.session.sendPolicy, entry, key, channel: deliverTo.channel }) ===
-          "deny"
-        ) {
-          throw new SessionsError("send_policy_denied", `Send policy denies delivery to ${key}`, {
-            field: "deliver",
-            details: { code: "SEND_POLICY_DENIED" },
-          });
-        }
-      }
+      const deliverTo =
+        p.deliver === true
+          ? allowedDelivery(
+              entry,
+              key,
+              { channel: p.channel, to: p.to, accountId: p.accountId, threadId: p.threadId },
+              "agent: deliver needs channel and to (or a session with a delivery context)",
+            )
+          : undefined;
       const provenance =
         p.inputProvenance?.kind === "inter_session" && p.inputProvenance.sourceSessionKey
           ? {
