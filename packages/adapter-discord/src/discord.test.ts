@@ -175,6 +175,22 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
     );
   });
 
+  it("keeps working after the gateway refuses a message", async () => {
+    await setup({ main: (t) => `echo: ${t.text.slice(0, 10)}` });
+    const crashes: unknown[] = [];
+    const onRejection = (e: unknown) => crashes.push(e);
+    process.on("unhandledRejection", onRejection);
+    try {
+      api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "x".repeat(300 * 1024) }));
+      api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "still here?" }));
+      await until(() => posts().length === 1, "the reply to the second message");
+      expect(posts()[0]?.content).toBe("echo: still here");
+      expect(crashes).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  });
+
   it("suppresses replies a send policy denies and records suppressed", async () => {
     await setup(
       { main: () => "hi" },

@@ -6,8 +6,10 @@ import {
   type InboundGateway,
   type InboundMessage,
   keepTypingWhileRunning,
+  type Logger,
   type OutboundMessage,
   SessionsError,
+  silentLogger,
 } from "@sessions/core";
 import { ChannelType, type Client, Events, type Message } from "discord.js";
 
@@ -25,6 +27,8 @@ export interface DiscordAdapterConfig {
   agentId?: string;
   /** Show "typing…" while a run is in progress (default true). */
   typing?: boolean;
+  /** Where the adapter reports what it drops (refused inbound messages). Default: quiet. */
+  logger?: Logger;
   /** Auto-archive of threads the adapter creates, in minutes (default 1440). */
   threadAutoArchiveMinutes?: 60 | 1440 | 4320 | 10080;
 }
@@ -96,6 +100,7 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
     });
   }
   const accountId = config.accountId ?? "default";
+  const logger = (config.logger ?? silentLogger).child("discord");
   const owners = new Set((config.ownerIds ?? []).map(String));
   const sentChunks = new Map<string, string[]>();
 
@@ -236,7 +241,16 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
       client.on(Events.MessageCreate, async (message) => {
         const inbound = resolveInbound(message);
         if (inbound === null) return;
-        const result = await gateway.receive(inbound);
+        let result: Awaited<ReturnType<InboundGateway["receive"]>>;
+        try {
+          result = await gateway.receive(inbound);
+        } catch (error) {
+          // A message the gateway refuses must not take the bot down with it.
+          logger.warn("inbound message refused", {
+            error: error instanceof Error ? error.message : String(error),
+          });
+          return;
+        }
         if (result.runId === undefined || config.typing === false) return;
         const target: DeliveryTarget = {
           channel: "discord",

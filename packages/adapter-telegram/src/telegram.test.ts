@@ -212,6 +212,14 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     expect(sent()).toHaveLength(0);
   });
 
+  it("keeps working after the gateway refuses a message", async () => {
+    await setup({ main: (t) => `echo: ${t.text.slice(0, 10)}` });
+    await feed(telegramUpdate("group-text", { text: "x".repeat(300 * 1024) }));
+    await feed(telegramUpdate("group-text", { text: "still here?" }));
+    await until(() => sent().length === 1, "the reply to the second message");
+    expect(sent()[0]?.text).toBe("echo: still here");
+  });
+
   it("lets only owners run /send, and polls real updates through getUpdates", async () => {
     await setup({ main: (t) => `echo: ${t.text}` }, {}, { ownerIds: [424242] });
     bot.start({ drop_pending_updates: false });

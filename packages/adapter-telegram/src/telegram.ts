@@ -6,8 +6,10 @@ import {
   type InboundGateway,
   type InboundMessage,
   keepTypingWhileRunning,
+  type Logger,
   type OutboundMessage,
   SessionsError,
+  silentLogger,
 } from "@sessions/core";
 import type { Bot, Context } from "grammy";
 import type { Message } from "grammy/types";
@@ -28,6 +30,8 @@ export interface TelegramAdapterConfig {
   agentId?: string;
   /** Show "typing…" while a run is in progress (default true). */
   typing?: boolean;
+  /** Where the adapter reports what it drops (refused inbound messages). Default: quiet. */
+  logger?: Logger;
 }
 
 /** The facts the adapter reads from a Telegram message before handing it to the gateway. */
@@ -98,6 +102,7 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
     });
   }
   const accountId = config.accountId ?? "default";
+  const logger = (config.logger ?? silentLogger).child("telegram");
   const owners = new Set((config.ownerIds ?? []).map(String));
   // Chunks already sent per idempotency key, so an outbox retry after a partial failure does not repeat them.
   const sentChunks = new Map<string, string[]>();
@@ -193,7 +198,16 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
         if (message === undefined) return;
         const inbound = resolveInbound(message);
         if (inbound === null) return;
-        const result = await gateway.receive(inbound);
+        let result: Awaited<ReturnType<InboundGateway["receive"]>>;
+        try {
+          result = await gateway.receive(inbound);
+        } catch (error) {
+          // A message the gateway refuses must not take the bot down with it.
+          logger.warn("inbound message refused", {
+            error: error instanceof Error ? error.message : String(error),
+          });
+          return;
+        }
         if (result.runId === undefined || config.typing === false) return;
         const target: DeliveryTarget = {
           channel: "telegram",
