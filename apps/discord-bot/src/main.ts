@@ -21,11 +21,8 @@ const runner: AgentRunner = values.runner
 
 const { Guilds, GuildMessages, MessageContent, DirectMessages } = GatewayIntentBits;
 const intents = [Guilds, GuildMessages, MessageContent, DirectMessages];
-const client = new Client({
-  intents,
-  partials: [Partials.Channel],
-  ...(fake ? { rest: { api: fake.restUrl } } : {}),
-});
+const rest = { rejectOnRateLimit: () => true, ...(fake ? { api: fake.restUrl } : {}) }; // 429s go to the outbox
+const client = new Client({ intents, partials: [Partials.Channel], rest });
 const adapter = createDiscordAdapter({ client });
 const store = fake ? createMemoryStore() : createSqliteStore({ path: ".sessions/discord-bot.db" });
 const gateway = createGateway({ store, runner, adapters: [adapter] });

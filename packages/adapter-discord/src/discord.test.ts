@@ -145,6 +145,9 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
       "the child's reply in the thread",
     );
     expect(posts().find((p) => p.content === "child heard: how is it going?")?.channel).toBe(threadId);
+    const childHistory = await gateway.chat.history({ sessionKey: binding?.sessionKey as string });
+    expect(childHistory.messages.some((m) => m.content === "how is it going?")).toBe(true);
+    expect(binding?.sessionKey).toMatch(/^agent:main:subagent:/);
 
     // Someone archives the thread on Discord (PATCH → THREAD_UPDATE from the platform).
     const live = await client.channels.fetch(threadId);
@@ -189,6 +192,21 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
     } finally {
       process.off("unhandledRejection", onRejection);
     }
+  });
+
+  it("creates the thread under the parent channel when spawned from inside a thread", async () => {
+    await setup({
+      main: async (t) => {
+        if (t.kind === "chat")
+          await t.callTool("sessions_spawn", { task: "x", thread: true, label: "Nested" });
+        return t.kind === "subagent_announce" ? "ANNOUNCE_SKIP" : "ok";
+      },
+    });
+    api.dispatch("MESSAGE_CREATE", discordMessage("thread-text", { content: "spawn from the thread" }));
+    await until(() => api.callsOf("POST", "/channels/:id/threads").length === 1, "the new thread");
+    expect(api.callsOf("POST", "/channels/:id/threads")[0]?.path).toBe(
+      `/channels/${api.guild.general.id}/threads`,
+    );
   });
 
   it("suppresses replies a send policy denies and records suppressed", async () => {

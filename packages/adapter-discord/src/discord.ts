@@ -101,6 +101,11 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
   }
   const accountId = config.accountId ?? "default";
   const logger = (config.logger ?? silentLogger).child("discord");
+  if (client.options.rest?.rejectOnRateLimit === undefined) {
+    logger.warn(
+      "discord.js waits out rate limits itself; pass rest: { rejectOnRateLimit: () => true } so the outbox retries at retryAfterMs",
+    );
+  }
   const owners = new Set((config.ownerIds ?? []).map(String));
   const sentChunks = new Map<string, string[]>();
 
@@ -192,7 +197,9 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
         sentChunks.set(options.idempotencyKey, done);
       }
     } catch (error) {
-      throw SessionsError.isInstance(error) ? error : toSessionsError(error);
+      const mapped = SessionsError.isInstance(error) ? error : toSessionsError(error);
+      if (mapped.code === "invalid_params") sentChunks.delete(options.idempotencyKey);
+      throw mapped;
     }
     sentChunks.delete(options.idempotencyKey);
     return { messageIds: done };
@@ -210,14 +217,21 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
     async createThread(request) {
       const { id } = parseDiscordTarget(request.parent.to);
       try {
-        const parent = await client.channels.fetch(request.parent.threadId ?? id);
+        // Spawned from inside a thread or forum post: the new thread goes under the same parent channel.
+        const fetched = await client.channels.fetch(request.parent.threadId ?? id);
+        const parent = fetched?.isThread() ? fetched.parent : fetched;
         if (
           parent === null ||
+          parent === undefined ||
           (parent.type !== ChannelType.GuildText && parent.type !== ChannelType.GuildAnnouncement)
         ) {
-          throw new SessionsError("invalid_params", `Discord channel ${id} cannot hold threads`, {
-            field: "to",
-          });
+          throw new SessionsError(
+            "invalid_params",
+            `Discord channel ${parent?.id ?? id} cannot hold threads`,
+            {
+              field: "to",
+            },
+          );
         }
         const thread = await parent.threads.create({
           name: request.name.slice(0, 100) || "sub-agent",
@@ -271,6 +285,12 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
         if (thread.archived) closed(thread.id);
       });
       client.on(Events.ThreadDelete, (thread) => closed(thread.id));
+      // A thread the bot deletes itself arrives as a channel delete.
+      client.on(Events.ChannelDelete, (channel) => {
+        // discord.js types this event as non-thread channels, but it carries threads the bot deleted.
+        const deleted = channel as { id: string; isThread(): boolean };
+        if (deleted.isThread()) closed(deleted.id);
+      });
     },
   };
   return adapter;

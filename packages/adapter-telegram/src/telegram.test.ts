@@ -94,6 +94,20 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     await feed(telegramUpdate("forum-general-text", { message_thread_id: 1, is_topic_message: false }));
     await until(() => sent().length === 3, "the second General reply");
     expect(sent()[2]).not.toHaveProperty("message_thread_id");
+    // Delivering to topic 1 (General) must omit the thread id, or Telegram rejects the message.
+    await adapter.deliver(
+      { channel: "telegram", to: "-100900800700", threadId: "1" },
+      { text: "to general", kind: "announce", sessionKey: "s" },
+      { idempotencyKey: "general" },
+    );
+    expect(sent()[3]).toMatchObject({ chat_id: "-100900800700", text: "to general" });
+    expect(sent()[3]).not.toHaveProperty("message_thread_id");
+    await adapter.deliver(
+      { channel: "telegram", to: "group:-100900800700", threadId: "77" },
+      { text: "to topic", kind: "announce", sessionKey: "s" },
+      { idempotencyKey: "topic" },
+    );
+    expect(sent()[4]).toMatchObject({ chat_id: "-100900800700", message_thread_id: 77 });
   });
 
   it("does not turn reply chains in ordinary groups into topics, and ignores bots", async () => {
@@ -119,7 +133,12 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     await gateway.agentWait({ runId: runId as string });
     await until(() => sent().length === 3, "three chunks");
     for (const params of sent()) expect(String(params.text).length).toBeLessThanOrEqual(4096);
-    const [receipt] = (await gateway.deliveries.list({ runId: runId as string })).deliveries;
+    // The receipt is written once the adapter returns, a moment after the last chunk reached the platform.
+    let receipt: Awaited<ReturnType<typeof gateway.deliveries.list>>["deliveries"][number] | undefined;
+    for (let i = 0; i < 200 && receipt?.status !== "delivered"; i++) {
+      [receipt] = (await gateway.deliveries.list({ runId: runId as string })).deliveries;
+      if (receipt?.status !== "delivered") await new Promise((r) => setTimeout(r, 5));
+    }
     expect(receipt).toMatchObject({
       status: "delivered",
       receipt: expect.arrayContaining([expect.any(String)]),
@@ -145,7 +164,12 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     await feed(telegramUpdate("private-text"));
     await until(() => api.callsOf("sendMessage").length === 2, "the first chunk and the rate-limited one");
     const runId = (await gateway.deliveries.list()).deliveries[0]?.runId as string;
-    const [queued] = (await gateway.deliveries.list({ runId })).deliveries;
+    // The failed attempt is recorded a moment after the platform answered 429.
+    let queued: Awaited<ReturnType<typeof gateway.deliveries.list>>["deliveries"][number] | undefined;
+    for (let i = 0; i < 200 && queued?.attempts !== 1; i++) {
+      [queued] = (await gateway.deliveries.list({ runId })).deliveries;
+      if (queued?.attempts !== 1) await new Promise((r) => setTimeout(r, 5));
+    }
     expect(queued).toMatchObject({ status: "queued", attempts: 1 });
     expect(queued?.lastError).toContain("rate limit");
     await clock.advance(6000);
@@ -186,6 +210,26 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     expect(child).toMatch(/^agent:main:subagent:/);
     const history = await gateway.chat.history({ sessionKey: child });
     expect(history.messages.some((m) => m.content === "how is it going?")).toBe(true);
+  });
+
+  it("refuses thread=true in a group that is not a forum, leaving no child behind", async () => {
+    let spawned: unknown;
+    await setup({
+      main: async (t) => {
+        if (t.kind === "chat") spawned = await t.callTool("sessions_spawn", { task: "x", thread: true });
+        return "ok";
+      },
+    });
+    await feed(telegramUpdate("group-text", { text: "spawn" }));
+    for (let i = 0; i < 200 && spawned === undefined; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(spawned).toMatchObject({
+      status: "error",
+      code: "thread_unavailable",
+      error: expect.stringContaining("not a forum"),
+    });
+    expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual([
+      "agent:main:telegram:group:-100200300400",
+    ]);
   });
 
   it("suppresses group replies a send policy denies and records suppressed", async () => {

@@ -160,7 +160,9 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
         done.push(String(sent.message_id));
         sentChunks.set(options.idempotencyKey, done);
       } catch (error) {
-        throw toSessionsError(error);
+        const mapped = toSessionsError(error);
+        if (mapped.code === "invalid_params") sentChunks.delete(options.idempotencyKey);
+        throw mapped;
       }
     }
     sentChunks.delete(options.idempotencyKey);
@@ -181,6 +183,9 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
       const chatId = telegramChatId(request.parent.to);
       try {
         const topic = await bot.api.createForumTopic(chatId, request.name.slice(0, 128) || "sub-agent");
+        await bot.api.sendMessage(chatId, `Working on this here (session ${request.sessionKey}).`, {
+          message_thread_id: topic.message_thread_id,
+        });
         return { threadId: String(topic.message_thread_id), to: chatId };
       } catch (error) {
         throw toSessionsError(error);

@@ -113,5 +113,12 @@ describe("parseSessionsConfig", () => {
       idleHours: 12,
       maxAgeHours: 48,
     });
+    // Keys and ids match the way ids are normalised.
+    const mixed = parseSessionsConfig({
+      channels: { Discord: { accounts: { "Work Bot": { threadBindings: { enabled: false } } } } },
+    });
+    expect(resolveThreadBindings(mixed, "discord", "work-bot").enabled).toBe(false);
+    expect(resolveThreadBindings(mixed, "DISCORD", "Work Bot").enabled).toBe(false);
+    expect(resolveThreadBindings(mixed, "discord", "other").enabled).toBe(true);
   });
 });

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
 import { resolvePingPongTurns } from "./agent-to-agent.js";
-import { DM_SCOPES, normalizeAgentId } from "./keys.js";
+import { normalizeChannelId } from "./channels.js";
+import { DM_SCOPES, normalizeAccountId, normalizeAgentId } from "./keys.js";
 import { toSessionsError } from "./schema-errors.js";
 import { SESSION_TOOL_NAMES } from "./tool-names.js";
 
@@ -181,13 +182,18 @@ export function resolveThreadBindings(
   channel?: string,
   accountId?: string,
 ): ThreadBindingsConfig {
-  const channels = config?.channels ?? {};
-  const channelId = typeof channel === "string" ? channel.trim().toLowerCase() : undefined;
-  const channelConfig =
-    channelId !== undefined && Object.hasOwn(channels, channelId) ? channels[channelId] : undefined;
-  const accounts = channelConfig?.accounts ?? {};
+  // Config keys are matched the way ids are normalised (`Discord` ≡ `discord`, `Work Bot` ≡ `work-bot`).
+  const channelId = normalizeChannelId(channel);
+  const channelConfig = Object.entries(config?.channels ?? {}).find(
+    ([k]) => normalizeChannelId(k) === channelId,
+  )?.[1];
+  const accountKey = typeof accountId === "string" ? normalizeAccountId(accountId) : undefined;
   const accountConfig =
-    typeof accountId === "string" && Object.hasOwn(accounts, accountId) ? accounts[accountId] : undefined;
+    accountKey === undefined
+      ? undefined
+      : Object.entries(channelConfig?.accounts ?? {}).find(
+          ([k]) => normalizeAccountId(k) === accountKey,
+        )?.[1];
   const merged: ThreadBindingsConfig = {
     ...(config?.session?.threadBindings ?? ThreadBindingsSchema.parse({})),
   };

@@ -26,8 +26,12 @@ describe("createFakeTelegramApi", () => {
       ok: true,
       result: { message_id: 1000, chat: { id: -100 }, text: "hi", message_thread_id: 5 },
     });
-    expect((await call("createForumTopic", { chat_id: -100, name: "t" })).body).toMatchObject({
+    expect((await call("createForumTopic", { chat_id: -100900800700, name: "t" })).body).toMatchObject({
       result: { message_thread_id: 500 },
+    });
+    expect(await call("createForumTopic", { chat_id: -100, name: "t" })).toMatchObject({
+      status: 400,
+      body: { description: "Bad Request: the chat is not a forum" },
     });
     expect(api.callsOf("sendMessage")).toEqual([
       { method: "sendMessage", params: { chat_id: -100, text: "hi", message_thread_id: 5 } },

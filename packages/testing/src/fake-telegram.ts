@@ -29,6 +29,8 @@ export interface FakeTelegramApi {
   close(): Promise<void>;
 }
 
+const NOT_A_FORUM = Symbol("not a forum");
+
 const BOT = {
   id: 7_000_000_001,
   is_bot: true as const,
@@ -41,7 +43,11 @@ const BOT = {
  * `getMe`, long-polled `getUpdates` fed by `pushUpdate`, `sendMessage`, `sendChatAction`, `createForumTopic`,
  * `deleteWebhook` and friends, records every call, and can fail calls on demand (rate limits included).
  */
-export async function createFakeTelegramApi(options: { token?: string } = {}): Promise<FakeTelegramApi> {
+export async function createFakeTelegramApi(
+  options: { token?: string; forumChatIds?: readonly (number | string)[] } = {},
+): Promise<FakeTelegramApi> {
+  // Only forum supergroups can have topics (the recorded forum is -100900800700).
+  const forums = new Set((options.forumChatIds ?? [-100900800700]).map(String));
   const token = options.token ?? "123456:TEST-TOKEN";
   const calls: TelegramCall[] = [];
   const updates: Record<string, unknown>[] = [];
@@ -79,6 +85,7 @@ export async function createFakeTelegramApi(options: { token?: string } = {}): P
         };
       }
       case "createForumTopic":
+        if (!forums.has(String(params.chat_id))) return NOT_A_FORUM;
         return { message_thread_id: nextTopicId++, name: params.name, icon_color: 7322096 };
       case "closeForumTopic":
       case "editForumTopic":
@@ -130,6 +137,10 @@ export async function createFakeTelegramApi(options: { token?: string } = {}): P
       return;
     }
     const result = handle(method, params);
+    if (result === NOT_A_FORUM) {
+      reply(res, 400, { ok: false, error_code: 400, description: "Bad Request: the chat is not a forum" });
+      return;
+    }
     if (result === undefined) {
       reply(res, 404, {
         ok: false,
