@@ -229,41 +229,43 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
   });
 
   it("shares one DM session across Telegram and Discord for a person linked by identity links (per-peer)", async () => {
-    await setup(
-      { main: (t) => `seen ${t.messages.filter((m) => m.role === "user").length} message(s)` },
-      {
-        config: {
-          session: {
-            dmScope: "per-peer",
-            identityLinks: { alice: ["telegram:424242", "discord:1200000000000000001"] },
-          },
-        },
-      },
-    );
+    await setup({ main: () => "unused" });
+    // One gateway with both adapters attached, as a bot author would wire them.
+    await gateway.close({ drainMs: 0 });
     const tgApi = await createFakeTelegramApi();
     extraCleanups.push(() => tgApi.close());
     const bot = new Bot(tgApi.token, { client: { apiRoot: tgApi.apiRoot } });
     await bot.init();
     const telegram = createTelegramAdapter({ bot });
-    // A second gateway would not share state: wire Telegram into the same one through its adapter API.
-    bot.on("message", async (ctx) => {
-      const inbound = telegram.resolveInbound(ctx.message as never);
-      if (inbound) await gateway.receive(inbound);
+    const discord = createDiscordAdapter({ client });
+    gateway = createGateway({
+      store: createMemoryStore(),
+      runner: createScriptedRunner({
+        agents: { main: (t) => `seen ${t.messages.filter((m) => m.role === "user").length} message(s)` },
+      }),
+      adapters: [discord, telegram],
+      config: {
+        session: {
+          dmScope: "per-peer",
+          identityLinks: { alice: ["telegram:424242", "discord:1200000000000000001"] },
+        },
+      },
     });
+    discord.attach(gateway);
+    telegram.attach(gateway);
+    await gateway.ready;
     api.dispatch("MESSAGE_CREATE", discordMessage("dm-text", { content: "from discord" }));
-    await until(() => posts().length === 1, "the Discord reply");
+    await until(() => posts().some((p) => p.content === "seen 1 message(s)"), "the Discord reply");
     await bot.handleUpdate(telegramUpdate("private-text", { text: "from telegram" }) as unknown as Update);
     await until(
-      async () => (await gateway.chat.history({ sessionKey: "agent:main:direct:alice" })).totalMessages === 4,
-      "both turns",
+      () => tgApi.callsOf("sendMessage").some((c) => c.params.text === "seen 2 message(s)"),
+      "the Telegram reply",
     );
+    expect(
+      tgApi.callsOf("sendMessage").find((c) => c.params.text === "seen 2 message(s)")?.params.chat_id,
+    ).toBe("424242");
     expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual(["agent:main:direct:alice"]);
-    const history = await gateway.chat.history({ sessionKey: "agent:main:direct:alice" });
-    expect(history.messages.map((m) => m.content)).toEqual([
-      "from discord",
-      "seen 1 message(s)",
-      "from telegram",
-      "seen 2 message(s)",
-    ]);
+    const routes = await gateway.store.listRoutes("agent:main:direct:alice");
+    expect(routes.map((r) => r.channel).sort()).toEqual(["discord", "telegram"]);
   });
 });

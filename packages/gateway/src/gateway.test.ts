@@ -974,6 +974,37 @@ describe.each(STORE_KINDS)("review fixes on the %s store", (kind) => {
     expect(await h.store.getThreadBinding("chat", "default", "t1")).toBeUndefined();
   });
 
+  it("honours per-channel and per-account thread-binding overrides", async () => {
+    h = await harness(
+      kind,
+      { main: (t) => (t.kind === "subagent_announce" ? "ANNOUNCE_SKIP" : "ok") },
+      {
+        config: {
+          session: { threadBindings: { idleHours: 24 } },
+          channels: {
+            Chat: {
+              threadBindings: { idleHours: 5 },
+              accounts: { "Work Bot": { threadBindings: { enabled: false } } },
+            },
+          },
+        },
+      },
+    );
+    const home = await h.gateway.receive(group("dev", "hi"));
+    await h.gateway.agentWait({ runId: home.runId as string });
+    await h.gateway.callTool(home.sessionKey, "sessions_spawn", { task: "a", thread: true });
+    expect((await h.store.listThreadBindings())[0]).toMatchObject({ idleHours: 5, maxAgeHours: 0 });
+    const work = await h.gateway.receive(group("ops", "hi", { accountId: "work-bot" }));
+    await h.gateway.agentWait({ runId: work.runId as string });
+    expect(
+      await h.gateway.callTool(work.sessionKey, "sessions_spawn", { task: "b", thread: true }),
+    ).toMatchObject({
+      status: "error",
+      code: "thread_unavailable",
+      error: expect.stringContaining("disabled"),
+    });
+  });
+
   it("sweeps lapsed bindings on the gateway clock with a farewell, and unbinds closed threads", async () => {
     h = await harness(
       kind,
