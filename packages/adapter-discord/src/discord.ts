@@ -5,9 +5,9 @@ import {
   type DeliveryTarget,
   type InboundGateway,
   type InboundMessage,
-  keepTypingWhileRunning,
   type Logger,
   type OutboundMessage,
+  routeInbound,
   SessionsError,
   silentLogger,
 } from "@sessions/core";
@@ -255,29 +255,13 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
       client.on(Events.MessageCreate, async (message) => {
         const inbound = resolveInbound(message);
         if (inbound === null) return;
-        let result: Awaited<ReturnType<InboundGateway["receive"]>>;
-        try {
-          result = await gateway.receive(inbound);
-        } catch (error) {
-          // A message the gateway refuses must not take the bot down with it.
-          logger.warn("inbound message refused", {
-            error: error instanceof Error ? error.message : String(error),
-          });
-          return;
-        }
-        if (result.runId === undefined || config.typing === false) return;
-        const target: DeliveryTarget = {
-          channel: "discord",
-          to: inbound.to,
-          ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
-        };
-        // Discord shows "typing" for about ten seconds: keep it up until the run ends.
-        void keepTypingWhileRunning(
-          gateway,
-          result.runId,
-          () => adapter.sendTyping?.(target) ?? Promise.resolve(),
-          8000,
-        );
+        // Discord shows "typing" for about ten seconds.
+        await routeInbound(gateway, inbound, {
+          logger,
+          typing: config.typing !== false,
+          sendTyping: adapter.sendTyping,
+          typingIntervalMs: 8000,
+        });
       });
       const closed = (threadId: string) =>
         void gateway.threadClosed?.({ channel: "discord", accountId, threadId }).catch(() => false);

@@ -5,9 +5,9 @@ import {
   type DeliveryTarget,
   type InboundGateway,
   type InboundMessage,
-  keepTypingWhileRunning,
   type Logger,
   type OutboundMessage,
+  routeInbound,
   SessionsError,
   silentLogger,
 } from "@sessions/core";
@@ -203,29 +203,13 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
         if (message === undefined) return;
         const inbound = resolveInbound(message);
         if (inbound === null) return;
-        let result: Awaited<ReturnType<InboundGateway["receive"]>>;
-        try {
-          result = await gateway.receive(inbound);
-        } catch (error) {
-          // A message the gateway refuses must not take the bot down with it.
-          logger.warn("inbound message refused", {
-            error: error instanceof Error ? error.message : String(error),
-          });
-          return;
-        }
-        if (result.runId === undefined || config.typing === false) return;
-        const target: DeliveryTarget = {
-          channel: "telegram",
-          to: inbound.to,
-          ...(inbound.threadId ? { threadId: inbound.threadId } : {}),
-        };
-        // Telegram shows "typing" for about five seconds: keep it up until the run ends.
-        void keepTypingWhileRunning(
-          gateway,
-          result.runId,
-          () => adapter.sendTyping?.(target) ?? Promise.resolve(),
-          4500,
-        );
+        // Telegram shows "typing" for about five seconds.
+        await routeInbound(gateway, inbound, {
+          logger,
+          typing: config.typing !== false,
+          sendTyping: adapter.sendTyping,
+          typingIntervalMs: 4500,
+        });
       });
     },
   };

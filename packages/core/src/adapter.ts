@@ -1,3 +1,5 @@
+import type { Logger } from "./logger.js";
+
 /**
  * The versioned contract between a chat platform and the gateway: what an adapter hands in (`InboundMessage`),
  * what the gateway hands out (`ChannelAdapterV1.deliver`). Pure types, so adapters depend on core alone.
@@ -116,4 +118,45 @@ export async function keepTypingWhileRunning(
     if (waited === undefined || waited.status !== "timeout" || waited.endedAt !== undefined) return;
     await send().catch(() => undefined);
   }
+}
+
+export interface RouteInboundOptions {
+  /** Where refused messages are reported. */
+  logger: Logger;
+  /** Show "typing…" while the run is in progress. */
+  typing: boolean;
+  sendTyping?: ((target: DeliveryTarget) => Promise<void>) | undefined;
+  /** How long one "typing…" lasts on the platform. */
+  typingIntervalMs: number;
+}
+
+/**
+ * What every adapter does with a message: hand it to the gateway (a refusal is logged, never thrown into the
+ * platform library's event loop) and show "typing…" until the run ends.
+ */
+export async function routeInbound(
+  gateway: InboundGateway,
+  inbound: InboundMessage,
+  options: RouteInboundOptions,
+): Promise<ReceiveResult | undefined> {
+  let result: ReceiveResult;
+  try {
+    result = await gateway.receive(inbound);
+  } catch (error) {
+    options.logger.warn("inbound message refused", {
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return undefined;
+  }
+  const { sendTyping } = options;
+  if (result.runId !== undefined && options.typing && sendTyping !== undefined) {
+    const target: DeliveryTarget = {
+      channel: inbound.channel,
+      to: inbound.to,
+      ...(inbound.accountId === undefined ? {} : { accountId: inbound.accountId }),
+      ...(inbound.threadId === undefined ? {} : { threadId: inbound.threadId }),
+    };
+    void keepTypingWhileRunning(gateway, result.runId, () => sendTyping(target), options.typingIntervalMs);
+  }
+  return result;
 }

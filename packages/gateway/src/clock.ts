@@ -77,3 +77,34 @@ export function createManualClock(start = 1_700_000_000_000): ManualClock {
     },
   };
 }
+
+/** One timer for "the earliest of these deadlines": scheduling a later time than the armed one is a no-op. */
+export interface DeadlineTimer {
+  schedule(at: number): void;
+  stop(): void;
+}
+
+export function createDeadlineTimer(clock: Clock, fire: () => void): DeadlineTimer {
+  let handle: unknown;
+  let armedAt = Number.POSITIVE_INFINITY;
+  let stopped = false;
+  return {
+    schedule(at) {
+      if (stopped || !Number.isFinite(at) || at >= armedAt) return;
+      if (handle !== undefined) clock.clearTimeout(handle);
+      armedAt = at;
+      handle = clock.setTimeout(
+        () => {
+          handle = undefined;
+          armedAt = Number.POSITIVE_INFINITY;
+          fire();
+        },
+        Math.max(0, at - clock.now()),
+      );
+    },
+    stop() {
+      stopped = true;
+      if (handle !== undefined) clock.clearTimeout(handle);
+    },
+  };
+}

@@ -49,7 +49,7 @@ import {
 } from "@sessions/core";
 import { z } from "zod";
 import type { ChannelAdapterV1, DeliveryTarget, InboundMessage, ReceiveResult } from "./adapter.js";
-import { type Clock, systemClock } from "./clock.js";
+import { type Clock, createDeadlineTimer, systemClock } from "./clock.js";
 import { Lanes, Semaphore } from "./lanes.js";
 import { createOutbox, type OutboxOptions } from "./outbox.js";
 import type { AgentRunEvent, AgentRunner, RunnerTool } from "./runner/types.js";
@@ -378,10 +378,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   const listeners = new Set<(event: GatewayEvent) => void>();
   const chatSeq = new Map<string, number>();
   let closed = false;
-  let archiveTimer: unknown;
-  let archiveTimerAt = Number.POSITIVE_INFINITY;
-  let bindingTimer: unknown;
-  let bindingTimerAt = Number.POSITIVE_INFINITY;
+  const archiveTimer = createDeadlineTimer(clock, () => void track(sweep()));
+  const bindingTimer = createDeadlineTimer(clock, () => void track(sweepBindings()));
+  const scheduleArchive = (at: number) => archiveTimer.schedule(at);
+  const scheduleBindingSweep = (at: number) => bindingTimer.schedule(at);
 
   const now = () => clock.now();
   const emit = (event: GatewayEvent) => {
@@ -1639,20 +1639,6 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // ------------------------------------------------------------------ archive
 
-  function scheduleArchive(at: number) {
-    if (closed || at >= archiveTimerAt) return;
-    if (archiveTimer !== undefined) clock.clearTimeout(archiveTimer);
-    archiveTimerAt = at;
-    archiveTimer = clock.setTimeout(
-      () => {
-        archiveTimer = undefined;
-        archiveTimerAt = Number.POSITIVE_INFINITY;
-        track(sweep());
-      },
-      Math.max(0, at - now()),
-    );
-  }
-
   async function sweep(): Promise<void> {
     for (const record of await store.listArchiveDue(now())) {
       const { archiveAt: _archived, ...rest } = record;
@@ -1741,20 +1727,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       } else next = Math.min(next, at);
     }
     if (Number.isFinite(next)) scheduleBindingSweep(next);
-  }
-
-  function scheduleBindingSweep(at: number) {
-    if (closed || !Number.isFinite(at) || at >= bindingTimerAt) return;
-    if (bindingTimer !== undefined) clock.clearTimeout(bindingTimer);
-    bindingTimerAt = at;
-    bindingTimer = clock.setTimeout(
-      () => {
-        bindingTimer = undefined;
-        bindingTimerAt = Number.POSITIVE_INFINITY;
-        track(sweepBindings());
-      },
-      Math.max(0, at - now()),
-    );
   }
 
   /** An adapter reports a thread archived or deleted: its binding ends now. */
@@ -2432,8 +2404,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       for (const info of active.values()) info.controller.abort(new RunAborted());
       outbox.stop();
       await outbox.drain(opts.drainMs ?? 5000);
-      if (archiveTimer !== undefined) clock.clearTimeout(archiveTimer);
-      if (bindingTimer !== undefined) clock.clearTimeout(bindingTimer);
+      archiveTimer.stop();
+      bindingTimer.stop();
       await Promise.allSettled([...background]);
       await store.close();
     },

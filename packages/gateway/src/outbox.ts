@@ -7,7 +7,7 @@ import {
   SessionsError,
 } from "@sessions/core";
 import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
-import type { Clock } from "./clock.js";
+import { type Clock, createDeadlineTimer } from "./clock.js";
 import type { DeliveryKind, DeliveryRecord, SessionStore } from "./store/types.js";
 
 export interface OutboxOptions {
@@ -62,9 +62,11 @@ export function createOutbox(deps: OutboxDeps) {
   const attemptTimeout = deps.options?.attemptTimeoutMs ?? 30_000;
   const inFlight = new Set<string>();
   const attempts = new Set<Promise<void>>();
-  let timer: unknown;
-  let timerAt = Number.POSITIVE_INFINITY;
   let stopped = false;
+  const timer = createDeadlineTimer(clock, () => {
+    pump().catch((error) => logger.error("outbox pump failed", { error: String(error) }));
+  });
+  const schedule = (at: number) => timer.schedule(at);
 
   function backoff(attempt: number): number {
     const raw = Math.min(maxDelay, baseDelay * 2 ** Math.max(0, attempt - 1));
@@ -152,20 +154,6 @@ export function createOutbox(deps: OutboxDeps) {
     return p;
   }
 
-  function schedule(at: number) {
-    if (stopped || at >= timerAt) return;
-    if (timer !== undefined) clock.clearTimeout(timer);
-    timerAt = at;
-    timer = clock.setTimeout(
-      () => {
-        timer = undefined;
-        timerAt = Number.POSITIVE_INFINITY;
-        pump().catch((error) => logger.error("outbox pump failed", { error: String(error) }));
-      },
-      Math.max(0, at - clock.now()),
-    );
-  }
-
   async function pump(): Promise<void> {
     if (stopped) return;
     const queued = await store.listQueuedDeliveries(100);
@@ -222,7 +210,7 @@ export function createOutbox(deps: OutboxDeps) {
     },
     stop() {
       stopped = true;
-      if (timer !== undefined) clock.clearTimeout(timer);
+      timer.stop();
     },
   };
 }
