@@ -1,4 +1,5 @@
 import { SESSION_TOOL_NAMES } from "@sessions/core";
+import { simulateReadableStream } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../adapter.js";
@@ -7,36 +8,47 @@ import { eventually, type Harness, harness } from "../test-kit.js";
 import { messageText } from "../transcript.js";
 import { type AiSdkRunnerOptions, createAiSdkRunner } from "./ai-sdk.js";
 
-type GenerateResult = Awaited<ReturnType<MockLanguageModelV3["doGenerate"]>>;
-type CallOptions = MockLanguageModelV3["doGenerateCalls"][number];
+type StreamResult = Awaited<ReturnType<MockLanguageModelV3["doStream"]>>;
+type StreamPart = StreamResult["stream"] extends ReadableStream<infer P> ? P : never;
+type CallOptions = MockLanguageModelV3["doStreamCalls"][number];
 type PromptMessage = CallOptions["prompt"][number];
-type Usage = GenerateResult["usage"];
+type Usage = Extract<StreamPart, { type: "finish" }>["usage"];
 
 const usage = (input: number, output: number): Usage => ({
   inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
   outputTokens: { total: output, text: output, reasoning: undefined },
 });
 
-/** A v3 `doGenerate` result with one text part. */
-const text = (reply: string, tokens: Usage = usage(10, 5)): GenerateResult => ({
-  content: [{ type: "text", text: reply }],
-  finishReason: { unified: "stop", raw: "stop" },
-  usage: tokens,
-  warnings: [],
+/** A v3 `doStream` result emitting the given parts (no delays). */
+const stream = (parts: StreamPart[]): StreamResult => ({
+  stream: simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: null }),
 });
 
-/** A v3 `doGenerate` result with one client-executed tool call (input is JSON-encoded, as providers send it). */
+/** A v3 `doStream` result with one text part, streamed as the given deltas. */
+const deltas = (chunks: string[], tokens: Usage = usage(10, 5)): StreamResult =>
+  stream([
+    { type: "stream-start", warnings: [] },
+    { type: "text-start", id: "t1" },
+    ...chunks.map((delta): StreamPart => ({ type: "text-delta", id: "t1", delta })),
+    { type: "text-end", id: "t1" },
+    { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage: tokens },
+  ]);
+
+/** A v3 `doStream` result with one text part streamed as a single delta. */
+const text = (reply: string, tokens: Usage = usage(10, 5)): StreamResult => deltas([reply], tokens);
+
+/** A v3 `doStream` result with one client-executed tool call (input is JSON-encoded, as providers send it). */
 const toolCall = (
   toolCallId: string,
   toolName: string,
   input: unknown,
   tokens: Usage = usage(10, 5),
-): GenerateResult => ({
-  content: [{ type: "tool-call", toolCallId, toolName, input: JSON.stringify(input) }],
-  finishReason: { unified: "tool-calls", raw: "tool_calls" },
-  usage: tokens,
-  warnings: [],
-});
+): StreamResult =>
+  stream([
+    { type: "stream-start", warnings: [] },
+    { type: "tool-call", toolCallId, toolName, input: JSON.stringify(input) },
+    { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: tokens },
+  ]);
 
 /** The plain text of a prompt message (text parts joined; system content is a string). */
 function promptText(message: PromptMessage | undefined): string {
@@ -96,7 +108,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
 
   it("replies with the model's text, delivers it, and adds the v6 token usage to the session entry", async () => {
     const model = new MockLanguageModelV3({
-      doGenerate: [text("Hello Alice!", usage(11, 7)), text("Still here.", usage(20, 3))],
+      doStream: [text("Hello Alice!", usage(11, 7)), text("Still here.", usage(20, 3))],
     });
     const gw = await open(model);
     const events: GatewayEvent[] = [];
@@ -105,8 +117,8 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     const first = await receiveAndWait(gw, dm("hi there"));
     expect(first.result.sessionKey).toBe("agent:main:main");
     expect(first.wait).toMatchObject({ status: "ok", reply: "Hello Alice!" });
-    expect(model.doGenerateCalls).toHaveLength(1);
-    expect(model.doGenerateCalls[0]?.prompt).toEqual([
+    expect(model.doStreamCalls).toHaveLength(1);
+    expect(model.doStreamCalls[0]?.prompt).toEqual([
       { role: "user", content: [{ type: "text", text: "hi there" }] },
     ]);
     // The whole reply is streamed out as a delta before the final event.
@@ -128,7 +140,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     // A second turn sees the first exchange as history, and usage accumulates on the entry.
     const second = await receiveAndWait(gw, dm("still there?"));
     expect(second.wait).toMatchObject({ status: "ok", reply: "Still here." });
-    expect(model.doGenerateCalls[1]?.prompt).toEqual([
+    expect(model.doStreamCalls[1]?.prompt).toEqual([
       { role: "user", content: [{ type: "text", text: "hi there" }] },
       { role: "assistant", content: [{ type: "text", text: "Hello Alice!" }] },
       { role: "user", content: [{ type: "text", text: "still there?" }] },
@@ -143,9 +155,73 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     await eventually(() => expect(gw.channel.sent.map((s) => s.message.text)).toContain("Still here."));
   });
 
+  it("forwards each streamed text delta as a chat delta event, in order, before the final event", async () => {
+    const model = new MockLanguageModelV3({ doStream: [deltas(["Hel", "lo, ", "Alice", "!"], usage(9, 4))] });
+    const gw = await open(model);
+    const events: GatewayEvent[] = [];
+    gw.gateway.subscribe((event) => events.push(event));
+
+    const { result, wait } = await receiveAndWait(gw, dm("hi"));
+    expect(wait).toMatchObject({ status: "ok", reply: "Hello, Alice!" });
+    const chat = events.filter(
+      (e): e is Extract<GatewayEvent, { type: "chat" }> => e.type === "chat" && e.runId === result.runId,
+    );
+    const deltaTexts = chat.filter((e) => e.state === "delta").map((e) => e.deltaText);
+    expect(deltaTexts).toEqual(["Hel", "lo, ", "Alice", "!"]);
+    // Every delta precedes the final event, which carries the whole reply; sequence numbers increase.
+    const finalIndex = chat.findIndex((e) => e.state === "final");
+    expect(finalIndex).toBe(chat.length - 1);
+    expect(chat[finalIndex]).toMatchObject({ state: "final", message: "Hello, Alice!" });
+    expect(chat.slice(0, finalIndex).every((e) => e.state === "delta")).toBe(true);
+    const seqs = chat.map((e) => e.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(await gw.store.getRun(result.runId as string)).toMatchObject({
+      usage: { inputTokens: 9, outputTokens: 4, totalTokens: 13 },
+    });
+    await eventually(() => expect(gw.channel.sent.map((s) => s.message.text)).toEqual(["Hello, Alice!"]));
+  });
+
+  it("ends the run as 'error' when the model's stream reports an error or fails", async () => {
+    // An error part mid-stream, even when a finish part follows, fails the run instead of succeeding silently.
+    const errorPart = new MockLanguageModelV3({
+      doStream: [
+        stream([
+          { type: "stream-start", warnings: [] },
+          { type: "text-start", id: "t1" },
+          { type: "text-delta", id: "t1", delta: "partial " },
+          { type: "error", error: new Error("model overloaded") },
+          { type: "text-end", id: "t1" },
+          { type: "finish", finishReason: { unified: "error", raw: "error" }, usage: usage(5, 1) },
+        ]),
+      ],
+    });
+    const gw = await open(errorPart);
+    const first = await receiveAndWait(gw, dm("hi"));
+    expect(first.wait).toMatchObject({ status: "error", error: "model overloaded" });
+    expect(await gw.store.getRun(first.result.runId as string)).toMatchObject({ status: "error" });
+
+    // A stream that errors outright (the connection dropped, say) fails the run too, without hanging.
+    const broken = new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream<StreamPart>({
+          start(controller) {
+            controller.enqueue({ type: "stream-start", warnings: [] });
+            controller.error(new Error("connection reset"));
+          },
+        }),
+      }),
+    });
+    await gw.close();
+    const gw2 = await open(broken);
+    const second = await receiveAndWait(gw2, dm("hi again"));
+    expect(second.wait).toMatchObject({ status: "error", error: "connection reset" });
+    expect(broken.doStreamCalls).toHaveLength(1);
+    expect(gw2.channel.sent.filter((s) => s.message.kind === "reply")).toHaveLength(0);
+  });
+
   it("executes a tool call through the gateway and replies with the next step's text", async () => {
     const model = new MockLanguageModelV3({
-      doGenerate: [
+      doStream: [
         toolCall("call-1", "sessions_list", { limit: 5 }, usage(30, 8)),
         text("You have one session: main.", usage(50, 6)),
       ],
@@ -153,10 +229,10 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     const gw = await open(model);
     const { result, wait } = await receiveAndWait(gw, dm("which sessions exist?"));
     expect(wait).toMatchObject({ status: "ok", reply: "You have one session: main." });
-    expect(model.doGenerateCalls).toHaveLength(2);
+    expect(model.doStreamCalls).toHaveLength(2);
 
     // The model got the five session tools as function tools with object JSON schemas.
-    const tools = model.doGenerateCalls[0]?.tools ?? [];
+    const tools = model.doStreamCalls[0]?.tools ?? [];
     expect(tools.map((t) => t.name).sort()).toEqual([...SESSION_TOOL_NAMES].sort());
     for (const t of tools) {
       expect(t.type).toBe("function");
@@ -190,7 +266,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     expect(messageText(transcript[3])).toBe("You have one session: main.");
 
     // The second step saw the tool call and the same real output.
-    const second = model.doGenerateCalls[1]?.prompt ?? [];
+    const second = model.doStreamCalls[1]?.prompt ?? [];
     expect(second.find((m) => m.role === "assistant")?.content).toEqual([
       expect.objectContaining({ type: "tool-call", toolCallId: "call-1", toolName: "sessions_list" }),
     ]);
@@ -213,7 +289,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
   it("marks sessions_send input as inter-session before the model sees it", async () => {
     const opsKey = "agent:main:chat:group:ops";
     const model = new MockLanguageModelV3({
-      doGenerate: async (call) => {
+      doStream: async (call) => {
         const system = systemOf(call);
         if (system.includes("Announce step")) return text("ANNOUNCE_SKIP");
         if (call.prompt.some((m) => m.role === "tool")) return text("Ops reports: all green.");
@@ -237,7 +313,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     expect(wait).toMatchObject({ status: "ok", reply: "Ops reports: all green." });
 
     const marker = "[message from session agent:main:main, not from the user]";
-    const opsCall = model.doGenerateCalls.find((c) => promptText(c.prompt.at(-1)).includes(marker));
+    const opsCall = model.doStreamCalls.find((c) => promptText(c.prompt.at(-1)).includes(marker));
     expect(opsCall).toBeDefined();
     // Earlier real-user input in the target session is not marked; the injected message is.
     expect(opsCall?.prompt.filter((m) => m.role !== "system")).toEqual([
@@ -261,7 +337,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
       const { deliveries } = await gw.gateway.deliveries.list({ sessionKey: opsKey });
       expect(deliveries.find((d) => d.kind === "announce")).toMatchObject({ status: "suppressed" });
     });
-    const announceCall = model.doGenerateCalls.find((c) => systemOf(c).includes("Announce step"));
+    const announceCall = model.doStreamCalls.find((c) => systemOf(c).includes("Announce step"));
     expect(announceCall?.tools ?? []).toEqual([]);
   });
 
@@ -272,8 +348,8 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     });
     let seenSignal: AbortSignal | undefined;
     const model = new MockLanguageModelV3({
-      doGenerate: (call) =>
-        new Promise<GenerateResult>((_, reject) => {
+      doStream: (call) =>
+        new Promise<StreamResult>((_, reject) => {
           seenSignal = call.abortSignal;
           seenSignal?.addEventListener("abort", () => reject(seenSignal?.reason), { once: true });
           started();
@@ -288,14 +364,14 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     expect(wait).toMatchObject({ runId, status: "error", error: "run aborted" });
     // The runner forwarded the gateway's signal to the model call.
     expect(seenSignal?.aborted).toBe(true);
-    expect(model.doGenerateCalls).toHaveLength(1);
+    expect(model.doStreamCalls).toHaveLength(1);
     expect(await gw.store.getRun(runId as string)).toMatchObject({ status: "aborted" });
     expect(await gw.store.getEntry(sessionKey)).toMatchObject({ abortedLastRun: true });
     expect(gw.channel.sent).toHaveLength(0);
   });
 
   it("sends options.system and the gateway's system context as one system prompt", async () => {
-    const model = new MockLanguageModelV3({ doGenerate: async () => text("ok") });
+    const model = new MockLanguageModelV3({ doStream: async () => text("ok") });
     const gw = await open(model, {
       system: (agentId) => (agentId === "main" ? "You are the main agent." : undefined),
     });
@@ -308,7 +384,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
       status: "ok",
       reply: "ok",
     });
-    const call = model.doGenerateCalls[0];
+    const call = model.doStreamCalls[0];
     expect(call?.prompt[0]).toEqual({
       role: "system",
       content: "You are the main agent.\n\nAnswer in one sentence.",
@@ -317,11 +393,11 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     expect(lastUserText(call as CallOptions)).toBe("summarise");
 
     // Without gateway context, only options.system is sent; a plain string works too.
-    const plain = new MockLanguageModelV3({ doGenerate: async () => text("hi") });
+    const plain = new MockLanguageModelV3({ doStream: async () => text("hi") });
     await gw.close();
     const gw2 = await open(plain, { system: "Be kind." });
     await receiveAndWait(gw2, dm("hello"));
-    expect(plain.doGenerateCalls[0]?.prompt).toEqual([
+    expect(plain.doStreamCalls[0]?.prompt).toEqual([
       { role: "system", content: "Be kind." },
       { role: "user", content: [{ type: "text", text: "hello" }] },
     ]);
@@ -329,8 +405,8 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
 
   it("resolves the model per agent and model override, and exposes the accepted model ids", async () => {
     const seen: { agentId: string; model?: string }[] = [];
-    const fast = new MockLanguageModelV3({ modelId: "fast", doGenerate: async () => text("fast reply") });
-    const smart = new MockLanguageModelV3({ modelId: "smart", doGenerate: async () => text("smart reply") });
+    const fast = new MockLanguageModelV3({ modelId: "fast", doStream: async () => text("fast reply") });
+    const smart = new MockLanguageModelV3({ modelId: "smart", doStream: async () => text("smart reply") });
     const runner = createAiSdkRunner({
       model: (request) => {
         seen.push(request);
@@ -346,19 +422,19 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     const second = await receiveAndWait(h, dm("two"));
     expect(second.wait).toMatchObject({ status: "ok", reply: "smart reply" });
     expect(seen).toEqual([{ agentId: "main" }, { agentId: "main", model: "smart" }]);
-    expect(fast.doGenerateCalls).toHaveLength(1);
-    expect(smart.doGenerateCalls).toHaveLength(1);
+    expect(fast.doStreamCalls).toHaveLength(1);
+    expect(smart.doStreamCalls).toHaveLength(1);
   });
 
   it("sends provider-ready tool schemas (no $schema) and still runs on a first message without text", async () => {
-    const model = new MockLanguageModelV3({ doGenerate: [text("I see no text.")] });
+    const model = new MockLanguageModelV3({ doStream: [text("I see no text.")] });
     const gw = await open(model);
     const { wait } = await receiveAndWait(gw, dm("   "));
     expect(wait).toMatchObject({ status: "ok", reply: "I see no text." });
-    expect(model.doGenerateCalls[0]?.prompt).toEqual([
+    expect(model.doStreamCalls[0]?.prompt).toEqual([
       { role: "user", content: [{ type: "text", text: "(the message had no text)" }] },
     ]);
-    const tools = model.doGenerateCalls[0]?.tools ?? [];
+    const tools = model.doStreamCalls[0]?.tools ?? [];
     expect(tools.length).toBe(SESSION_TOOL_NAMES.length);
     for (const tool of tools) {
       if (tool.type === "function") expect(tool.inputSchema).not.toHaveProperty("$schema");

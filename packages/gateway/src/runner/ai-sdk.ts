@@ -1,10 +1,10 @@
 import type { TranscriptMessage } from "@sessions/core";
 import {
-  generateText,
   jsonSchema,
   type LanguageModel,
   type ModelMessage,
   stepCountIs,
+  streamText,
   type ToolSet,
   tool,
 } from "ai";
@@ -46,7 +46,7 @@ function providerSchema(schema: Record<string, unknown>): Parameters<typeof json
   return rest as Parameters<typeof jsonSchema>[0];
 }
 
-/** An `AgentRunner` on the Vercel AI SDK: any provider model, the gateway's tools, streamed usage. */
+/** An `AgentRunner` on the Vercel AI SDK: any provider model, the gateway's tools, streamed text deltas and usage. */
 export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
   return {
     ...(options.models === undefined ? {} : { models: options.models }),
@@ -74,18 +74,30 @@ export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
       const messages = toModelMessages(request.messages);
       // A first message without text (an attachment, say) still reaches the model instead of failing the run.
       if (messages.length === 0) messages.push({ role: "user", content: "(the message had no text)" });
-      const result = await generateText({
+      const result = streamText({
         model,
         ...(system === "" ? {} : { system }),
         messages,
         tools,
         stopWhen: stepCountIs(options.maxSteps ?? 8),
         abortSignal: request.signal,
+        // Errors are rethrown from the stream below; this only keeps the SDK from logging them as well.
+        onError: () => {},
       });
-      if (result.text) request.emit({ type: "text-delta", text: result.text });
-      const usage = result.totalUsage;
+      for await (const part of result.fullStream) {
+        if (part.type === "text-delta") {
+          if (part.text !== "") request.emit({ type: "text-delta", text: part.text });
+        } else if (part.type === "error") {
+          // streamText reports model and tool-loop errors as stream parts, not rejections: fail the run.
+          throw part.error;
+        } else if (part.type === "abort") {
+          throw request.signal.reason ?? new Error("run aborted");
+        }
+      }
+      const reply = await result.text;
+      const usage = await result.totalUsage;
       return {
-        reply: result.text,
+        reply,
         usage: {
           ...(usage.inputTokens === undefined ? {} : { inputTokens: usage.inputTokens }),
           ...(usage.outputTokens === undefined ? {} : { outputTokens: usage.outputTokens }),
