@@ -149,6 +149,21 @@ describe("server hardening", () => {
     });
   });
 
+  it("refuses a response too large to send and asks for a smaller page", async () => {
+    const { gateway, server } = await start({ auth: { token: "t" }, maxResponseBytes: 4000 });
+    for (let i = 0; i < 5; i++) {
+      const { runId } = await gateway.agent({ message: "y".repeat(900), idempotencyKey: `big-${i}` });
+      await gateway.agentWait({ runId });
+    }
+    const c = client(server.url);
+    await c.ready();
+    await expect(c.chat.history({ sessionKey: "main", limit: 10 })).rejects.toMatchObject({
+      code: "payload_too_large",
+      message: expect.stringContaining("smaller page"),
+    });
+    expect((await c.chat.history({ sessionKey: "main", limit: 1 })).messages).toHaveLength(1);
+  });
+
   it("closes sockets that never connect or only send garbage, and refuses browser origins without a token", async () => {
     const { server } = await start({ auth: "none", connectTimeoutMs: 100 });
     const idle = await raw(server.url);

@@ -51,6 +51,8 @@ export interface ListenOptions {
   maxBufferedBytes?: number;
   /** Requests one connection may have in flight (default 4,096); more get a retryable `UNAVAILABLE`. */
   maxInFlight?: number;
+  /** A response larger than this is replaced by a `PAYLOAD_TOO_LARGE` error asking for a smaller page (16 MiB). */
+  maxResponseBytes?: number;
   /** A socket that has not completed `connect` after this long is closed (default 10,000 ms). */
   connectTimeoutMs?: number;
   /**
@@ -183,6 +185,7 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
   const maxPayload = options.maxPayload ?? 1024 * 1024;
   const maxBufferedBytes = options.maxBufferedBytes ?? 8 * 1024 * 1024;
   const maxInFlight = options.maxInFlight ?? 4096;
+  const maxResponseBytes = options.maxResponseBytes ?? 16 * 1024 * 1024;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   const allowOrigins = new Set(options.allowOrigins ?? []);
   const auth = options.auth ?? (LOOPBACK.test(host) ? "none" : undefined);
@@ -229,8 +232,22 @@ export async function listenGateway(gateway: Gateway, options: ListenOptions = {
       sendRaw(conn, `${prefix}${++conn.seq}}`);
     }
   }
-  const sendOk = (conn: Connection, id: string, payload: unknown) =>
-    send(conn, { type: "res", id, ok: true, payload });
+  function sendOk(conn: Connection, id: string, payload: unknown): void {
+    const text = JSON.stringify({ type: "res", id, ok: true, payload });
+    if (text.length > maxResponseBytes) {
+      sendError(
+        conn,
+        id,
+        wireError(
+          "INVALID_REQUEST",
+          "PAYLOAD_TOO_LARGE",
+          `response of ${text.length} bytes exceeds ${maxResponseBytes}: ask for a smaller page (limit)`,
+        ),
+      );
+      return;
+    }
+    sendRaw(conn, text);
+  }
   const sendError = (conn: Connection, id: string, error: WireError) =>
     send(conn, { type: "res", id, ok: false, error });
 
