@@ -974,6 +974,19 @@ describe.each(STORE_KINDS)("review fixes on the %s store", (kind) => {
     expect(await h.store.getThreadBinding("chat", "default", "t1")).toBeUndefined();
   });
 
+  it("aliases the reserved key global to main when session.scope is global, and never lists it", async () => {
+    h = await harness(kind, { main: (t) => `echo: ${t.text}` }, { config: { session: { scope: "global" } } });
+    const { runId } = await h.gateway.receive(dm("hi"));
+    await h.gateway.agentWait({ runId: runId as string });
+    const history = (await h.gateway.callTool("main", "sessions_history", { sessionKey: "global" })) as {
+      status: string;
+      sessionKey: string;
+    };
+    expect(history).toMatchObject({ status: "ok", sessionKey: "main" });
+    const list = (await h.gateway.callTool("main", "sessions_list", {})) as { sessions: { key: string }[] };
+    expect(list.sessions.map((s) => s.key)).toEqual(["main"]);
+  });
+
   it("honours per-channel and per-account thread-binding overrides", async () => {
     h = await harness(
       kind,
