@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import {
+  type AgentEventPayload,
   type AgentsListResult,
   buildPeerSessionKey,
   buildSubagentSessionKey,
+  type ChatEventPayload,
   type ChatType,
   channelOf,
   checkSessionAccess,
@@ -11,6 +13,7 @@ import {
   findAgentConfig,
   formatSubagentAnnounce,
   type GatewayMethodName,
+  type InterSessionProvenance,
   isAnnounceSkip,
   isReplySkip,
   isReservedKey,
@@ -88,24 +91,8 @@ export interface GatewayOptions {
 }
 
 export type GatewayEvent =
-  | {
-      type: "chat";
-      runId: string;
-      sessionKey: string;
-      seq: number;
-      state: "delta" | "final" | "aborted" | "error";
-      deltaText?: string;
-      message?: string;
-      errorMessage?: string;
-    }
-  | {
-      type: "agent";
-      runId: string;
-      seq: number;
-      stream: "lifecycle" | "assistant" | "tool";
-      ts: number;
-      data: unknown;
-    }
+  | ({ type: "chat" } & ChatEventPayload)
+  | ({ type: "agent" } & AgentEventPayload)
   | { type: "sessions.changed"; key: string; reason: string }
   | { type: "delivery"; record: DeliveryRecord };
 
@@ -300,6 +287,15 @@ function parseParams<M extends GatewayMethodName>(method: M, params: unknown) {
   const result = METHOD_PARAMS[method].safeParse(params ?? {});
   if (!result.success) throw toSessionsError(result.error, "invalid_params", `Invalid ${method} params`);
   return result.data as never;
+}
+
+/** Provenance of a message one session puts into another (SPEC 3.3): never mistaken for user input. */
+function interSession(
+  sourceSessionKey: string,
+  sourceChannel: string,
+  sourceTool: "sessions_send" | "sessions_spawn",
+): InterSessionProvenance {
+  return { kind: "inter_session", sourceSessionKey, sourceChannel, sourceTool };
 }
 
 function connectionOnly(method: string): SessionsError {
@@ -1132,12 +1128,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         role: "user",
         content: params.message,
         ts: now(),
-        provenance: {
-          kind: "inter_session",
-          sourceSessionKey: ctx.requesterKey,
-          sourceChannel,
-          sourceTool: "sessions_send",
-        },
+        provenance: interSession(ctx.requesterKey, sourceChannel, "sessions_send"),
       },
       system: [a2aContext(ctx.requesterKey, sourceChannel, target.key)],
       tools: toolContextFor(target, target.key, false),
@@ -1225,12 +1216,7 @@ export function createGateway(options: GatewayOptions): Gateway {
             role: "user",
             content: latest,
             ts: now(),
-            provenance: {
-              kind: "inter_session",
-              sourceSessionKey: from,
-              sourceChannel: fromChannel,
-              sourceTool: "sessions_send",
-            },
+            provenance: interSession(from, fromChannel, "sessions_send"),
           },
           system: [
             a2aContext(from, fromChannel, speaker),
@@ -1263,12 +1249,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           latest,
         ].join("\n"),
         ts: now(),
-        provenance: {
-          kind: "inter_session",
-          sourceSessionKey: requesterKey,
-          sourceChannel: requesterChannel,
-          sourceTool: "sessions_send",
-        },
+        provenance: interSession(requesterKey, requesterChannel, "sessions_send"),
       },
       system: [
         "Announce step: reply ANNOUNCE_SKIP to stay silent; any other reply is posted to this session's channel.",
@@ -1391,12 +1372,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         role: "user",
         content: params.task,
         ts: now(),
-        provenance: {
-          kind: "inter_session",
-          sourceSessionKey: ctx.requesterKey,
-          sourceChannel: await channelFor(ctx.requesterKey),
-          sourceTool: "sessions_spawn",
-        },
+        provenance: interSession(ctx.requesterKey, await channelFor(ctx.requesterKey), "sessions_spawn"),
       },
       system: [
         `You are a sub-agent spawned by ${ctx.requesterKey}. Do the task; your final reply is reported back to it.`,
