@@ -9,6 +9,7 @@ export * from "./delivery.js";
 export * from "./errors.js";
 export { compileGlob, type GlobMatcher } from "./glob.js";
 export * from "./keys.js";
+export * from "./limits.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export * from "./protocol.js";

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { SessionsError } from "./errors.js";
+import { LIMITS } from "./limits.js";
+import { toSessionsError } from "./schema-errors.js";
 
 /**
  * The wire protocol (PROTOCOL.md): the session subset of the OpenClaw gateway protocol v4, plus our additions.
@@ -62,16 +65,16 @@ export const ConnectParamsSchema = z.object({
   minProtocol: z.int(),
   maxProtocol: z.int(),
   client: z.object({
-    id: z.string().min(1),
-    version: z.string(),
-    platform: z.string(),
-    mode: z.string(),
-    displayName: z.string().optional(),
+    id: z.string().min(1).max(LIMITS.clientField),
+    version: z.string().max(LIMITS.clientField),
+    platform: z.string().max(LIMITS.clientField),
+    mode: z.string().max(LIMITS.clientField),
+    displayName: z.string().max(LIMITS.displayName).optional(),
   }),
-  role: z.string().optional(),
-  scopes: z.array(z.string()).optional(),
-  caps: z.array(z.unknown()).optional(),
-  auth: z.object({ token: z.string().optional() }).optional(),
+  role: z.string().max(LIMITS.clientField).optional(),
+  scopes: z.array(z.string().max(LIMITS.scope)).max(LIMITS.scopes).optional(),
+  caps: z.array(z.unknown()).max(LIMITS.caps).optional(),
+  auth: z.object({ token: z.string().max(LIMITS.token).optional() }).optional(),
 });
 export type ConnectParams = z.infer<typeof ConnectParamsSchema>;
 
@@ -97,40 +100,47 @@ export const GATEWAY_EVENTS = [
   "delivery",
 ] as const;
 
-// ---------------------------------------------------------------- method params (unknown keys are rejected)
+// ---------------------------------------------------------------- method params (unknown keys are rejected; strings and arrays bounded by LIMITS)
 
-const key = z.string().trim().min(1).max(1024);
-const idempotencyKey = z.string().trim().min(1).max(256);
+const key = z.string().trim().min(1).max(LIMITS.key);
+const optionalKey = z.string().max(LIMITS.key).optional();
+const idempotencyKey = z.string().trim().min(1).max(LIMITS.idempotencyKey);
+const idText = z.string().max(LIMITS.id);
+const labelText = z.string().max(LIMITS.label);
+const messageText = z.string().min(1).max(LIMITS.message);
 
 export const SessionsListMethodParams = z.strictObject({
   limit: z.int().min(1).max(1000).optional(),
   offset: z.int().min(0).optional(),
   activeMinutes: z.int().min(1).optional(),
-  agentId: z.string().trim().min(1).optional(),
-  label: z.string().optional(),
-  spawnedBy: z.string().optional(),
-  search: z.string().optional(),
+  agentId: z.string().trim().min(1).max(LIMITS.id).optional(),
+  label: labelText.optional(),
+  spawnedBy: optionalKey,
+  search: z.string().max(LIMITS.search).optional(),
   includeGlobal: z.boolean().optional(),
   includeUnknown: z.boolean().optional(),
-  kinds: z.array(z.enum(["main", "group", "cron", "hook", "node", "other"])).optional(),
+  kinds: z
+    .array(z.enum(["main", "group", "cron", "hook", "node", "other"]))
+    .max(LIMITS.kinds)
+    .optional(),
   includeArchived: z.boolean().optional(),
 });
 
 export const SessionsResolveMethodParams = z.strictObject({
-  key: z.string().optional(),
-  sessionId: z.string().optional(),
-  label: z.string().optional(),
-  agentId: z.string().optional(),
-  spawnedBy: z.string().optional(),
+  key: optionalKey,
+  sessionId: idText.optional(),
+  label: labelText.optional(),
+  agentId: idText.optional(),
+  spawnedBy: optionalKey,
 });
 
 export const SessionsPatchMethodParams = z.strictObject({
   key,
-  label: z.string().max(200).nullable().optional(),
+  label: labelText.nullable().optional(),
   sendPolicy: z.enum(["allow", "deny"]).nullable().optional(),
-  model: z.string().nullable().optional(),
-  thinkingLevel: z.string().nullable().optional(),
-  verboseLevel: z.string().nullable().optional(),
+  model: idText.nullable().optional(),
+  thinkingLevel: idText.nullable().optional(),
+  verboseLevel: idText.nullable().optional(),
 });
 
 export const SessionsDeleteMethodParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
@@ -143,47 +153,41 @@ export const ChatHistoryMethodParams = z.strictObject({
 
 export const ChatSendMethodParams = z.strictObject({
   sessionKey: key,
-  message: z
-    .string()
-    .min(1)
-    .max(256 * 1024),
+  message: messageText,
   idempotencyKey,
   deliver: z.boolean().optional(),
   timeoutMs: z.int().min(0).optional(),
 });
 
-export const ChatAbortMethodParams = z.strictObject({ sessionKey: key, runId: z.string().optional() });
+export const ChatAbortMethodParams = z.strictObject({ sessionKey: key, runId: idText.optional() });
 
 export const InputProvenanceSchema = z.strictObject({
-  kind: z.string(),
-  sourceSessionKey: z.string().optional(),
-  sourceChannel: z.string().optional(),
-  sourceTool: z.string().optional(),
+  kind: idText,
+  sourceSessionKey: optionalKey,
+  sourceChannel: idText.optional(),
+  sourceTool: idText.optional(),
 });
 
 export const AgentMethodParams = z.strictObject({
-  message: z
-    .string()
-    .min(1)
-    .max(256 * 1024),
+  message: messageText,
   idempotencyKey,
-  agentId: z.string().optional(),
-  sessionKey: z.string().optional(),
+  agentId: idText.optional(),
+  sessionKey: optionalKey,
   deliver: z.boolean().optional(),
-  channel: z.string().optional(),
-  to: z.string().optional(),
-  accountId: z.string().optional(),
-  threadId: z.union([z.string(), z.number()]).optional(),
-  lane: z.string().optional(),
-  label: z.string().optional(),
-  extraSystemPrompt: z.string().optional(),
+  channel: idText.optional(),
+  to: z.string().max(LIMITS.target).optional(),
+  accountId: idText.optional(),
+  threadId: z.union([idText, z.number()]).optional(),
+  lane: idText.optional(),
+  label: labelText.optional(),
+  extraSystemPrompt: z.string().max(LIMITS.extraSystemPrompt).optional(),
   inputProvenance: InputProvenanceSchema.optional(),
-  spawnedBy: z.string().optional(),
+  spawnedBy: optionalKey,
   timeout: z.number().min(0).optional(),
 });
 
 export const AgentWaitMethodParams = z.strictObject({
-  runId: z.string().trim().min(1),
+  runId: z.string().trim().min(1).max(LIMITS.id),
   timeoutMs: z
     .int()
     .min(0)
@@ -193,10 +197,10 @@ export const AgentWaitMethodParams = z.strictObject({
 
 export const AgentsListMethodParams = z.strictObject({});
 
-export const DeliveriesGetMethodParams = z.strictObject({ id: z.string().min(1) });
+export const DeliveriesGetMethodParams = z.strictObject({ id: idText.min(1) });
 export const DeliveriesListMethodParams = z.strictObject({
-  sessionKey: z.string().optional(),
-  runId: z.string().optional(),
+  sessionKey: optionalKey,
+  runId: idText.optional(),
   status: z.enum(["queued", "delivered", "suppressed", "failed"]).optional(),
   limit: z.int().min(1).max(1000).optional(),
 });
@@ -204,7 +208,7 @@ export const DeliveriesListMethodParams = z.strictObject({
 export const ToolsCallMethodParams = z.strictObject({
   requesterKey: key,
   sandboxed: z.boolean().optional(),
-  name: z.string(),
+  name: idText,
   params: z.unknown().optional(),
 });
 
@@ -232,6 +236,23 @@ export const GATEWAY_METHODS = Object.keys(METHOD_PARAMS) as GatewayMethodName[]
 
 export type GatewayMethodName = keyof typeof METHOD_PARAMS;
 export type MethodParams<M extends GatewayMethodName> = z.input<(typeof METHOD_PARAMS)[M]>;
+export type ParsedMethodParams<M extends GatewayMethodName> = z.output<(typeof METHOD_PARAMS)[M]>;
+
+/**
+ * Validates a wire method's params (every string and array within its `LIMITS`).
+ * @throws SessionsError `invalid_params` naming the field (`field: "kinds"`), or `method` for an unknown method.
+ */
+export function parseMethodParams<M extends GatewayMethodName>(
+  method: M,
+  params: unknown,
+): ParsedMethodParams<M> {
+  if (!Object.hasOwn(METHOD_PARAMS, method)) {
+    throw new SessionsError("invalid_params", `Unknown method: ${String(method)}`, { field: "method" });
+  }
+  const result = METHOD_PARAMS[method].safeParse(params ?? {});
+  if (!result.success) throw toSessionsError(result.error, "invalid_params", `Invalid ${method} params`);
+  return result.data as ParsedMethodParams<M>;
+}
 
 // ---------------------------------------------------------------- payloads (loose: servers may add fields)
 

@@ -2,6 +2,7 @@ import Ajv2020 from "ajv/dist/2020.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SessionsError } from "./errors.js";
+import { LIMITS, type LimitName } from "./limits.js";
 import { SESSION_TOOL_NAMES } from "./tool-names.js";
 import { MAX_MESSAGE_BYTES, parseToolParams, sessionTools, utf8Length } from "./tools.js";
 
@@ -151,6 +152,89 @@ describe("parseToolParams", () => {
           expect(SessionsError.isInstance(e)).toBe(true);
         }
       }),
+    );
+  });
+});
+
+type LimitCase = [tool: (typeof SESSION_TOOL_NAMES)[number], field: string, limit: LimitName, item?: unknown];
+
+/** Every string and array parameter of every tool, with its documented maximum (`item` marks an array). */
+const LIMIT_CASES: readonly LimitCase[] = [
+  ["sessions_list", "kinds", "kinds", "main"],
+  ["sessions_history", "sessionKey", "key"],
+  ["sessions_send", "sessionKey", "key"],
+  ["sessions_send", "message", "toolMessageBytes"],
+  ["sessions_spawn", "task", "toolMessageBytes"],
+  ["sessions_spawn", "label", "label"],
+  ["sessions_spawn", "agentId", "id"],
+  ["sessions_spawn", "model", "id"],
+  ["sessions_spawn", "thinking", "id"],
+];
+
+const LIMIT_BASE: Record<(typeof SESSION_TOOL_NAMES)[number], Record<string, unknown>> = {
+  sessions_list: {},
+  sessions_history: { sessionKey: "main" },
+  sessions_send: { sessionKey: "main", message: "hi" },
+  sessions_spawn: { task: "t" },
+  agents_list: {},
+};
+
+function sized(length: number, item: unknown): unknown {
+  return item === undefined ? "x".repeat(length) : Array.from({ length }, () => item);
+}
+
+describe("tool parameter limits", () => {
+  it("every string and array parameter has maxLength / maxItems in the JSON Schema, as the table says", () => {
+    const found: string[] = [];
+    for (const name of SESSION_TOOL_NAMES) {
+      const properties = sessionTools[name].jsonSchema.properties as Record<string, Record<string, unknown>>;
+      for (const [field, node] of Object.entries(properties)) {
+        if (node.type === "string" && node.enum === undefined)
+          found.push(`${name} ${field} ${node.maxLength}`);
+        if (node.type === "array") found.push(`${name} ${field} ${node.maxItems}`);
+      }
+    }
+    expect(found.sort()).toEqual(LIMIT_CASES.map(([n, f, limit]) => `${n} ${f} ${LIMITS[limit]}`).sort());
+  });
+
+  it.each(LIMIT_CASES)(
+    "%s %s: at the maximum is accepted, one over → invalid_params",
+    (name, field, limit, item) => {
+      const max = LIMITS[limit];
+      expect(() => parseToolParams(name, { ...LIMIT_BASE[name], [field]: sized(max, item) })).not.toThrow();
+      const error = paramsError(name, { ...LIMIT_BASE[name], [field]: sized(max + 1, item) });
+      expect(error.code).toBe("invalid_params");
+      expect(error.field).toBe(field);
+      expect(error.message).toContain(field);
+    },
+  );
+
+  it("counts message and task in UTF-8 bytes", () => {
+    const half = MAX_MESSAGE_BYTES / 2;
+    expect(
+      parseToolParams("sessions_send", { sessionKey: "main", message: "é".repeat(half) }).message,
+    ).toHaveLength(half);
+    expect(paramsError("sessions_send", { sessionKey: "main", message: "é".repeat(half + 1) }).field).toBe(
+      "message",
+    );
+    expect(paramsError("sessions_spawn", { task: "€".repeat(half) }).field).toBe("task");
+  });
+
+  it("an oversize string or array is only ever invalid_params naming its field", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...LIMIT_CASES),
+        fc.integer({ min: 1, max: 2048 }),
+        fc.string({ minLength: 1, maxLength: 1, unit: "binary" }),
+        ([name, field, limit, item], over, char) => {
+          const length = LIMITS[limit] + over;
+          const value = item === undefined ? char.repeat(length) : sized(length, item);
+          const error = paramsError(name, { ...LIMIT_BASE[name], [field]: value });
+          expect(error.code).toBe("invalid_params");
+          expect(error.field).toBe(field);
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { describeValue, SessionsError } from "./errors.js";
 import { CHAT_TYPES, normalizeAgentId, SESSION_KINDS } from "./keys.js";
+import { LIMITS } from "./limits.js";
 import { toSessionsError } from "./schema-errors.js";
 import { SESSION_TOOL_NAMES, type SessionToolName } from "./tool-names.js";
 
 /** Largest `message` / `task` accepted, in UTF-8 bytes. */
-export const MAX_MESSAGE_BYTES = 64 * 1024;
+export const MAX_MESSAGE_BYTES: number = LIMITS.toolMessageBytes;
 
 /** UTF-8 byte length without TextEncoder (core runs anywhere). */
 export function utf8Length(text: string): number {
@@ -33,13 +34,15 @@ const sessionKeyParam = z
   .string()
   .trim()
   .min(1, "must be a session key or sessionId")
-  .max(1024)
+  .max(LIMITS.key)
   .describe("Session key (e.g. `main`, `agent:main:discord:group:123`) or a sessionId from sessions_list.");
 
 const messageText = (what: string) =>
   z
     .string()
     .min(1, `${what} must not be empty`)
+    // Characters never outnumber UTF-8 bytes: this bound rejects early and shows as maxLength in the JSON Schema.
+    .max(MAX_MESSAGE_BYTES, `${what} must be at most ${MAX_MESSAGE_BYTES} bytes`)
     .refine((s) => s.trim() !== "", `${what} must not be empty`)
     .refine((s) => utf8Length(s) <= MAX_MESSAGE_BYTES, `${what} must be at most ${MAX_MESSAGE_BYTES} bytes`);
 
@@ -143,6 +146,7 @@ const errorFields = {
 export const SessionsListParams = z.strictObject({
   kinds: z
     .array(z.enum(SESSION_KINDS))
+    .max(LIMITS.kinds)
     .optional()
     .describe("Only sessions of these kinds: main, group, cron, hook, node, other."),
   limit: z
@@ -218,11 +222,12 @@ export const SessionsSendResult = z.object({
 
 const SessionsSpawnObject = z.strictObject({
   task: messageText("task").describe("What the sub-agent should do. It reports back when done."),
-  label: z.string().trim().min(1).max(200).optional().describe("A short label for logs and lists."),
+  label: z.string().trim().min(1).max(LIMITS.label).optional().describe("A short label for logs and lists."),
   agentId: z
     .string()
     .trim()
     .min(1)
+    .max(LIMITS.id)
     .transform((id) => normalizeAgentId(id))
     .optional()
     .describe("Spawn under another agent id (see agents_list for the allowed ids)."),
@@ -230,9 +235,16 @@ const SessionsSpawnObject = z.strictObject({
     .string()
     .trim()
     .min(1)
+    .max(LIMITS.id)
     .optional()
     .describe("Model override for the sub-agent; unknown models are an error."),
-  thinking: z.string().trim().min(1).optional().describe("Thinking level override for the sub-agent run."),
+  thinking: z
+    .string()
+    .trim()
+    .min(1)
+    .max(LIMITS.id)
+    .optional()
+    .describe("Thinking level override for the sub-agent run."),
   runTimeoutSeconds: z
     .int()
     .min(0)
