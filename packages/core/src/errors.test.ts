@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeValue, SessionsError } from "./errors.js";
+import { describeValue, SESSIONS_ERROR_CODES, SessionsError, type SessionsErrorCode } from "./errors.js";
 
 describe("SessionsError", () => {
   it("carries code, field, details, retryAfterMs and cause", () => {
@@ -32,6 +32,30 @@ describe("SessionsError", () => {
     expect(SessionsError.isInstance(new Error("x"))).toBe(false);
     expect(SessionsError.isInstance(null)).toBe(false);
     expect(SessionsError.isInstance("SessionsError")).toBe(false);
+  });
+
+  it("lists every code of the union exactly once, storage_full included", () => {
+    // A code added to the union but not here fails to compile (missing key).
+    const union: Record<SessionsErrorCode, true> = {
+      invalid_params: true,
+      invalid_key: true,
+      invalid_config: true,
+      not_found: true,
+      ambiguous: true,
+      forbidden: true,
+      send_policy_denied: true,
+      payload_too_large: true,
+      conflict: true,
+      timeout: true,
+      aborted: true,
+      rate_limited: true,
+      unavailable: true,
+      storage_full: true,
+      internal: true,
+    };
+    expect([...SESSIONS_ERROR_CODES].sort()).toEqual(Object.keys(union).sort());
+    const full = new SessionsError("storage_full", "the store is full", { retryAfterMs: 60_000 });
+    expect(full.toJSON()).toMatchObject({ code: "storage_full", retryAfterMs: 60_000 });
   });
 
   it("describes values briefly", () => {

@@ -13,6 +13,7 @@ export type SessionsErrorCode =
   | "aborted"
   | "rate_limited"
   | "unavailable"
+  | "storage_full"
   | "internal";
 
 export const SESSIONS_ERROR_CODES: readonly SessionsErrorCode[] = [
@@ -29,6 +30,7 @@ export const SESSIONS_ERROR_CODES: readonly SessionsErrorCode[] = [
   "aborted",
   "rate_limited",
   "unavailable",
+  "storage_full",
   "internal",
 ];
 

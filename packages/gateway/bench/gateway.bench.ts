@@ -426,7 +426,7 @@ async function spawnBench(dir: string): Promise<SpawnOutcome> {
 
 // ------------------------------------------------------------------ 1. sessions.list over 100,000 sessions
 
-async function listBench(dbPath: string, operator: Gateway): Promise<void> {
+async function listBench(operator: Gateway): Promise<void> {
   const store = operator.store;
   const now = Date.now();
   const rand = prng(42);
@@ -444,14 +444,16 @@ async function listBench(dbPath: string, operator: Gateway): Promise<void> {
 
   // The operator method (no visibility) and the model-facing tool under visibility "all", with agent-to-agent
   // on (every row visible) and off (the default: other agents' rows are filtered out after the query).
+  // One process owns a SQLite file, so these gateways borrow the operator's store (closing them keeps it open).
+  const borrowed: SessionStore = { ...store, close: async () => {} };
   const allVisible = createGateway({
     runner,
-    store: createSqliteStore({ path: dbPath }),
+    store: borrowed,
     config: { tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } } },
   });
   const allNoA2a = createGateway({
     runner,
-    store: createSqliteStore({ path: dbPath }),
+    store: borrowed,
     config: { tools: { sessions: { visibility: "all" } } },
   });
   await Promise.all([allVisible.ready, allNoA2a.ready]);
@@ -683,7 +685,7 @@ try {
   await gateway.ready;
   try {
     console.log("1. sessions.list");
-    await listBench(dbPath, gateway);
+    await listBench(gateway);
     console.log("2. chat.history");
     await historyBench(dbPath, gateway);
     console.log("3. appendMessage");

@@ -146,6 +146,14 @@ export function toWireError(error: unknown): WireError {
   switch (error.code) {
     case "forbidden":
       return base("FORBIDDEN", "FORBIDDEN");
+    case "storage_full":
+      return {
+        code: "UNAVAILABLE",
+        message: error.message,
+        details: { ...details, code: "STORAGE_FULL" },
+        retryable: true,
+        retryAfterMs: error.retryAfterMs ?? 60_000,
+      };
     case "unavailable":
     case "rate_limited":
     case "timeout":

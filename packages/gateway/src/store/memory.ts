@@ -1,18 +1,20 @@
-import type { TranscriptMessage } from "@sessions/core";
 import type {
+  AcquireLease,
+  AcquireLeaseResult,
+  ClaimDeliveries,
   DeliveryRecord,
+  Lease,
   ListDeliveriesQuery,
   ListEntriesQuery,
   RouteRecord,
   RunRecord,
-  RunStatus,
   SessionStore,
   StoredEntry,
   StoredMessage,
   SubagentRecord,
-  SubagentStatus,
   ThreadBindingRecord,
 } from "./types.js";
+import { createUnitCoordinator, type SyncStoreOps, type UnitHooks } from "./unit-of-work.js";
 
 const clone = <T>(value: T): T => structuredClone(value);
 
@@ -40,7 +42,10 @@ export function matchesEntryQuery(entry: StoredEntry, query: ListEntriesQuery): 
   return true;
 }
 
-/** An in-memory store for tests and throwaway gateways. Passes the same contract suite as the SQLite store. */
+/**
+ * An in-memory store for tests and throwaway gateways. Passes the same contract suite as the SQLite store.
+ * Transactions keep an undo log of every write and replay it backwards on a throw.
+ */
 export function createMemoryStore(): SessionStore {
   const entries = new Map<string, StoredEntry>();
   const transcripts = new Map<string, StoredMessage[]>();
@@ -50,50 +55,101 @@ export function createMemoryStore(): SessionStore {
   const routes = new Map<string, RouteRecord>();
   const subagents = new Map<string, SubagentRecord>();
   const bindings = new Map<string, ThreadBindingRecord>();
+  const leases = new Map<string, Lease>();
   const bindingKey = (channel: string, accountId: string, threadId: string) =>
     `${channel}\u0000${accountId}\u0000${threadId}`;
 
-  return {
-    kind: "memory",
-    async getEntry(key) {
+  // Set while a transaction is open; `marks[depth - 1]` is where savepoint `depth` starts in it.
+  let undo: (() => void)[] | undefined;
+  const marks: number[] = [];
+  const undoTo = (length: number) => {
+    while (undo !== undefined && undo.length > length) undo.pop()?.();
+  };
+  const hooks: UnitHooks = {
+    begin: () => {
+      undo = [];
+    },
+    commit: () => {
+      undo = undefined;
+      marks.length = 0;
+    },
+    rollback: () => {
+      undoTo(0);
+      undo = undefined;
+      marks.length = 0;
+    },
+    savepoint: (depth) => {
+      marks[depth - 1] = undo?.length ?? 0;
+    },
+    releaseSavepoint: (depth) => {
+      marks.length = depth - 1;
+    },
+    rollbackToSavepoint: (depth) => {
+      undoTo(marks[depth - 1] ?? 0);
+      marks.length = depth - 1;
+    },
+  };
+  function set<K, V>(map: Map<K, V>, key: K, value: V): void {
+    if (undo !== undefined) {
+      const had = map.has(key);
+      const previous = map.get(key) as V;
+      undo.push(() => (had ? map.set(key, previous) : map.delete(key)));
+    }
+    map.set(key, value);
+  }
+  function remove<K, V>(map: Map<K, V>, key: K): boolean {
+    if (!map.has(key)) return false;
+    if (undo !== undefined) {
+      const previous = map.get(key) as V;
+      undo.push(() => map.set(key, previous));
+    }
+    return map.delete(key);
+  }
+
+  const core: SyncStoreOps = {
+    getEntry(key) {
       const entry = entries.get(key);
       return entry === undefined ? undefined : clone(entry);
     },
-    async findEntriesBySessionId(sessionId) {
+    findEntriesBySessionId(sessionId) {
       return [...entries.values()].filter((e) => e.sessionId === sessionId).map(clone);
     },
-    async findEntriesByLabel(label) {
+    findEntriesByLabel(label) {
       return [...entries.values()].filter((e) => e.label === label).map(clone);
     },
-    async putEntry(entry) {
-      entries.set(entry.key, clone(entry));
+    putEntry(entry) {
+      set(entries, entry.key, clone(entry));
+      units.emit({ type: "entry", key: entry.key, op: "put" });
     },
-    async deleteEntry(key, options) {
-      const existed = entries.delete(key);
-      if (options?.transcript !== false) transcripts.delete(key);
+    deleteEntry(key, options) {
+      const existed = remove(entries, key);
+      if (options?.transcript !== false) remove(transcripts, key);
+      if (existed) units.emit({ type: "entry", key, op: "delete" });
       return existed;
     },
-    async listEntries(query) {
+    listEntries(query) {
       return [...entries.values()]
         .filter((e) => matchesEntryQuery(e, query))
         .sort(compareEntries)
         .slice(query.offset ?? 0, (query.offset ?? 0) + query.limit)
         .map(clone);
     },
-    async countEntries() {
+    countEntries() {
       return entries.size;
     },
-    async appendMessage(sessionKey, message: TranscriptMessage) {
+    appendMessage(sessionKey, message) {
       let list = transcripts.get(sessionKey);
       if (list === undefined) {
         list = [];
-        transcripts.set(sessionKey, list);
+        set(transcripts, sessionKey, list);
       }
       const stored = { ...clone(message), seq: (list[list.length - 1]?.seq ?? 0) + 1 } as StoredMessage;
       list.push(stored);
+      const appended = list;
+      undo?.push(() => appended.pop());
       return clone(stored);
     },
-    async readMessages(sessionKey, { limit, beforeSeq }) {
+    readMessages(sessionKey, { limit, beforeSeq }) {
       const list = transcripts.get(sessionKey) ?? [];
       let end = list.length;
       if (beforeSeq !== undefined) {
@@ -101,44 +157,47 @@ export function createMemoryStore(): SessionStore {
       }
       return list.slice(Math.max(0, end - limit), end).map(clone);
     },
-    async countMessages(sessionKey) {
+    countMessages(sessionKey) {
       const list = transcripts.get(sessionKey);
       return list?.[list.length - 1]?.seq ?? 0;
     },
-    async putRun(run) {
-      runs.set(run.runId, clone(run));
+    putRun(run) {
+      set(runs, run.runId, clone(run));
+      units.emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
     },
-    async getRun(runId) {
+    getRun(runId) {
       const run = runs.get(runId);
       return run === undefined ? undefined : clone(run);
     },
-    async findRunByIdempotencyKey(idempotencyKey) {
+    findRunByIdempotencyKey(idempotencyKey) {
       for (const run of runs.values()) if (run.idempotencyKey === idempotencyKey) return clone(run);
       return undefined;
     },
-    async listRunsByStatus(statuses: readonly RunStatus[]) {
+    listRunsByStatus(statuses) {
       return [...runs.values()].filter((r) => statuses.includes(r.status)).map(clone);
     },
-    async listPendingFollowUps() {
+    listPendingFollowUps() {
       return [...runs.values()].filter((r) => r.followUp !== undefined && r.followUpDone !== true).map(clone);
     },
-    async enqueueDelivery(record) {
+    enqueueDelivery(record) {
       const existingId = deliveryByKey.get(record.idempotencyKey);
       const existing = existingId === undefined ? undefined : deliveries.get(existingId);
       if (existing !== undefined) return { record: clone(existing), created: false };
-      deliveries.set(record.id, clone(record));
-      deliveryByKey.set(record.idempotencyKey, record.id);
+      set(deliveries, record.id, clone(record));
+      set(deliveryByKey, record.idempotencyKey, record.id);
+      units.emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
       return { record: clone(record), created: true };
     },
-    async putDelivery(record) {
-      deliveries.set(record.id, clone(record));
-      deliveryByKey.set(record.idempotencyKey, record.id);
+    putDelivery(record) {
+      set(deliveries, record.id, clone(record));
+      set(deliveryByKey, record.idempotencyKey, record.id);
+      units.emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
     },
-    async getDelivery(id) {
+    getDelivery(id) {
       const record = deliveries.get(id);
       return record === undefined ? undefined : clone(record);
     },
-    async listDeliveries(query: ListDeliveriesQuery) {
+    listDeliveries(query: ListDeliveriesQuery) {
       return [...deliveries.values()]
         .filter(
           (d) =>
@@ -150,30 +209,30 @@ export function createMemoryStore(): SessionStore {
         .slice(0, query.limit ?? 100)
         .map(clone);
     },
-    async listQueuedDeliveries(limit) {
+    listQueuedDeliveries(limit) {
       return [...deliveries.values()]
         .filter((d) => d.status === "queued")
         .sort((a, b) => a.nextAttemptAt - b.nextAttemptAt)
         .slice(0, limit)
         .map(clone);
     },
-    async putRoute(route) {
-      routes.set(`${route.sessionKey}\u0000${route.channel}\u0000${route.accountId}`, clone(route));
+    putRoute(route) {
+      set(routes, `${route.sessionKey}\u0000${route.channel}\u0000${route.accountId}`, clone(route));
     },
-    async listRoutes(sessionKey) {
+    listRoutes(sessionKey) {
       return [...routes.values()]
         .filter((r) => r.sessionKey === sessionKey)
         .sort((a, b) => b.updatedAt - a.updatedAt)
         .map(clone);
     },
-    async putSubagent(record) {
-      subagents.set(record.childKey, clone(record));
+    putSubagent(record) {
+      set(subagents, record.childKey, clone(record));
     },
-    async getSubagent(childKey) {
+    getSubagent(childKey) {
       const record = subagents.get(childKey);
       return record === undefined ? undefined : clone(record);
     },
-    async listSubagents(query: { requesterKey?: string; statuses?: readonly SubagentStatus[] }) {
+    listSubagents(query) {
       return [...subagents.values()]
         .filter(
           (s) =>
@@ -183,34 +242,99 @@ export function createMemoryStore(): SessionStore {
         .sort((a, b) => a.createdAt - b.createdAt)
         .map(clone);
     },
-    async listArchiveDue(now) {
+    listArchiveDue(now) {
       return [...subagents.values()]
         .filter((s) => s.archiveAt !== undefined && s.archiveAt <= now)
         .sort((a, b) => (a.archiveAt ?? 0) - (b.archiveAt ?? 0))
         .map(clone);
     },
-    async nextArchiveAt() {
+    nextArchiveAt() {
       let next: number | undefined;
       for (const s of subagents.values()) {
         if (s.archiveAt !== undefined && (next === undefined || s.archiveAt < next)) next = s.archiveAt;
       }
       return next;
     },
-    async putThreadBinding(record) {
-      bindings.set(bindingKey(record.channel, record.accountId, record.threadId), clone(record));
+    putThreadBinding(record) {
+      set(bindings, bindingKey(record.channel, record.accountId, record.threadId), clone(record));
     },
-    async getThreadBinding(channel, accountId, threadId) {
+    getThreadBinding(channel, accountId, threadId) {
       const record = bindings.get(bindingKey(channel, accountId, threadId));
       return record === undefined ? undefined : clone(record);
     },
-    async listThreadBindings(query) {
+    listThreadBindings(query) {
       return [...bindings.values()]
         .filter((b) => query?.sessionKey === undefined || b.sessionKey === query.sessionKey)
         .map(clone);
     },
-    async deleteThreadBinding(channel, accountId, threadId) {
-      return bindings.delete(bindingKey(channel, accountId, threadId));
+    deleteThreadBinding(channel, accountId, threadId) {
+      return remove(bindings, bindingKey(channel, accountId, threadId));
     },
+  };
+
+  const leaseOps = {
+    acquireLease({ name, owner, ttlMs, now, data }: AcquireLease): AcquireLeaseResult {
+      const held = leases.get(name);
+      if (held !== undefined && held.owner !== owner && held.expiresAt > now) {
+        return { acquired: false, holder: clone(held) };
+      }
+      const kept = held?.owner === owner ? held : undefined;
+      const nextData = data ?? kept?.data;
+      const lease: Lease = {
+        name,
+        owner,
+        acquiredAt: kept?.acquiredAt ?? now,
+        expiresAt: now + ttlMs,
+        ...(nextData === undefined ? {} : { data: clone(nextData) }),
+      };
+      set(leases, name, lease);
+      return { acquired: true, lease: clone(lease) };
+    },
+    renewLease(name: string, owner: string, ttlMs: number, now: number): boolean {
+      const held = leases.get(name);
+      if (held?.owner !== owner) return false;
+      set(leases, name, { ...held, expiresAt: now + ttlMs });
+      return true;
+    },
+    releaseLease(name: string, owner: string): boolean {
+      return leases.get(name)?.owner === owner && remove(leases, name);
+    },
+    getLease(name: string): Lease | undefined {
+      const lease = leases.get(name);
+      return lease === undefined ? undefined : clone(lease);
+    },
+    listLeases(prefix: string): Lease[] {
+      return [...leases.values()]
+        .filter((l) => l.name.startsWith(prefix))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        .map(clone);
+    },
+    claimDeliveries({ owner, now, ttlMs, limit }: ClaimDeliveries): DeliveryRecord[] {
+      const due = [...deliveries.values()]
+        .filter(
+          (d) =>
+            d.status === "queued" &&
+            d.nextAttemptAt <= now &&
+            (d.leaseUntil === undefined || d.leaseUntil <= now),
+        )
+        .sort((a, b) => a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .slice(0, Math.max(0, limit));
+      return due.map((d) => {
+        const claimed = { ...d, leaseOwner: owner, leaseUntil: now + ttlMs };
+        set(deliveries, d.id, claimed);
+        return clone(claimed);
+      });
+    },
+  };
+
+  const units = createUnitCoordinator(hooks, core);
+  const always = () => {};
+  return {
+    kind: "memory",
+    ...units.guard(core, always),
+    ...units.guard(leaseOps, always),
+    transaction: (work) => units.transaction(work),
+    watch: (listener) => units.watch(listener),
     async close() {},
   };
 }

@@ -1,37 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { delivery, entry } from "./contract-records.js";
+import { describeUnitOfWorkContract } from "./store-units.contract.js";
 import type { DeliveryRecord, RunRecord, SessionStore, StoredEntry, SubagentRecord } from "./types.js";
 
 /** One contract every `SessionStore` passes: the gateway relies on exactly these behaviours. */
 export function describeStoreContract(name: string, open: () => SessionStore | Promise<SessionStore>): void {
-  const entry = (key: string, updatedAt: number, extra: Partial<StoredEntry> = {}): StoredEntry => ({
-    key,
-    sessionId: `sid-${key}`,
-    agentId: key.split(":")[1] ?? "main",
-    kind: "other",
-    createdAt: 1,
-    updatedAt,
-    ...extra,
-  });
-  const delivery = (
-    id: string,
-    idempotencyKey: string,
-    extra: Partial<DeliveryRecord> = {},
-  ): DeliveryRecord => ({
-    id,
-    idempotencyKey,
-    kind: "reply",
-    sessionKey: "agent:main:main",
-    channel: "discord",
-    to: "channel:1",
-    text: "hi",
-    status: "queued",
-    attempts: 0,
-    nextAttemptAt: 10,
-    createdAt: 10,
-    updatedAt: 10,
-    ...extra,
-  });
-
   describe(`SessionStore contract: ${name}`, () => {
     it("stores, updates and deletes entries", async () => {
       const store = await open();
@@ -244,5 +217,7 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
       expect(await store.getThreadBinding("discord", "a", "t1")).toBeUndefined();
       await store.close();
     });
+
+    describeUnitOfWorkContract(open);
   });
 }

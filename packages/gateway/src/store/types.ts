@@ -9,6 +9,8 @@ import type {
 /** A session entry as stored: the spec's fields plus the kind computed when it was written (for indexed filters). */
 export interface StoredEntry extends SessionEntry {
   kind: SessionKind;
+  /** Once set (by a sandboxed caller, a sandboxed parent or token), every run of this session is clamped. */
+  sandboxed?: boolean;
 }
 
 /** A transcript message with its per-session sequence number (1, 2, 3, …). */
@@ -52,6 +54,8 @@ export interface RunRecord {
   /** Work that must follow the run even across a restart (the agent-to-agent loop and announce). */
   followUp?: { kind: "agent_to_agent"; requesterKey: string; requesterChannel: string; request: string };
   followUpDone?: boolean;
+  /** The gateway instance that runs it; recovery takes over only runs whose owner's lease has lapsed. */
+  owner?: string;
 }
 
 export type DeliveryStatus = "queued" | "delivered" | "suppressed" | "failed";
@@ -77,6 +81,9 @@ export interface DeliveryRecord {
   lastError?: string;
   /** Platform message ids returned by the adapter. */
   receipt?: string[];
+  /** The gateway instance attempting it right now, until `leaseUntil` (see `claimDeliveries`). */
+  leaseOwner?: string;
+  leaseUntil?: number;
 }
 
 export interface RouteRecord {
@@ -146,15 +153,44 @@ export interface ListDeliveriesQuery {
   limit?: number;
 }
 
-/**
- * Where the gateway keeps everything. Two implementations pass one contract suite: `createSqliteStore` (default)
- * and `createMemoryStore` (tests). Every method is a single small operation: no whole-store rewrites.
- */
-export interface SessionStore {
-  readonly kind: string;
-  /** Best-effort filesystem location of a transcript (for `transcriptPath`), if the store has one. */
-  transcriptPath?(sessionId: string): string | undefined;
+/** A named, time-limited claim: one owner at a time; another may steal it once `expiresAt` has passed. */
+export interface Lease {
+  name: string;
+  owner: string;
+  acquiredAt: number;
+  expiresAt: number;
+  /** Who holds it, for people reading an error (pid, host, …). */
+  data?: Record<string, unknown>;
+}
 
+export interface AcquireLease {
+  name: string;
+  owner: string;
+  ttlMs: number;
+  now: number;
+  data?: Record<string, unknown>;
+}
+
+export type AcquireLeaseResult = { acquired: true; lease: Lease } | { acquired: false; holder: Lease };
+
+export interface ClaimDeliveries {
+  owner: string;
+  now: number;
+  ttlMs: number;
+  limit: number;
+}
+
+/**
+ * What committed writes look like to watchers: enough to wake a wait or push an event, never the whole record.
+ * Published only after the transaction that made the change has committed, once per change.
+ */
+export type StoreChange =
+  | { type: "run"; runId: string; sessionKey: string; status: RunStatus }
+  | { type: "entry"; key: string; op: "put" | "delete" }
+  | { type: "delivery"; id: string; sessionKey: string; status: DeliveryStatus };
+
+/** Reads and writes a unit of work may do. Inside `transaction` they all commit together or not at all. */
+export interface StoreOps {
   getEntry(key: string): Promise<StoredEntry | undefined>;
   findEntriesBySessionId(sessionId: string): Promise<StoredEntry[]>;
   findEntriesByLabel(label: string): Promise<StoredEntry[]>;
@@ -206,6 +242,45 @@ export interface SessionStore {
   ): Promise<ThreadBindingRecord | undefined>;
   listThreadBindings(query?: { sessionKey?: string }): Promise<ThreadBindingRecord[]>;
   deleteThreadBinding(channel: string, accountId: string, threadId: string): Promise<boolean>;
+}
+
+/**
+ * Where the gateway keeps everything. Implementations pass one contract suite (`store.contract.ts`):
+ * `createSqliteStore` (default), `createMemoryStore` (tests) and, for several gateways, a networked store.
+ * Every method is a single small operation; `transaction` makes several of them one atomic unit of work.
+ */
+export interface SessionStore extends StoreOps {
+  readonly kind: string;
+  /** Best-effort filesystem location of a transcript (for `transcriptPath`), if the store has one. */
+  transcriptPath?(sessionId: string): string | undefined;
+
+  /**
+   * Runs `work` as one transaction: every write through `tx` commits together, or none does if `work` throws.
+   * Other callers never see a half-done unit: they wait for it, or read the committed state. Calls on the store
+   * itself from inside `work` join the unit instead of waiting for it; a nested `transaction` is a savepoint
+   * (a throw out of it undoes only its own writes). Transactions on one store run one at a time.
+   */
+  transaction<T>(work: (tx: StoreOps) => Promise<T>): Promise<T>;
+  /**
+   * Committed changes, from this process and (for networked stores) every other one sharing the database.
+   * A listener that throws is ignored: the write stands and the other listeners still hear of it.
+   */
+  watch(listener: (change: StoreChange) => void): () => void;
+
+  /** Takes `name` if it is free, expired, or already `owner`'s (then it is renewed); else reports the holder. */
+  acquireLease(input: AcquireLease): Promise<AcquireLeaseResult>;
+  /** Extends `owner`'s lease to `now + ttlMs`; false when it is no longer `owner`'s (lost or stolen). */
+  renewLease(name: string, owner: string, ttlMs: number, now: number): Promise<boolean>;
+  /** Gives the lease up; false when `owner` did not hold it. */
+  releaseLease(name: string, owner: string): Promise<boolean>;
+  getLease(name: string): Promise<Lease | undefined>;
+  /** Leases whose name starts with `prefix`, by name; lapsed ones not yet taken over are included. */
+  listLeases(prefix: string): Promise<Lease[]>;
+  /**
+   * Claims up to `limit` queued deliveries due by `now` whose lease is free or expired, for `owner` until
+   * `now + ttlMs` (soonest due first). Two owners never hold the same delivery at once.
+   */
+  claimDeliveries(input: ClaimDeliveries): Promise<DeliveryRecord[]>;
 
   close(): Promise<void>;
 }

@@ -1,0 +1,242 @@
+import type { TranscriptMessage } from "@sessions/core";
+import type Database from "better-sqlite3";
+import type {
+  AcquireLease,
+  AcquireLeaseResult,
+  ClaimDeliveries,
+  DeliveryRecord,
+  Lease,
+  RouteRecord,
+  RunRecord,
+  StoreChange,
+  StoredEntry,
+  StoredMessage,
+  SubagentRecord,
+  ThreadBindingRecord,
+} from "../types.js";
+import type { SyncStoreOps } from "../unit-of-work.js";
+import type { ListStatements, Statements } from "./statements.js";
+
+type Row = { data: string };
+type LeaseRow = { name: string; owner: string; acquired_at: number; expires_at: number; data: string | null };
+
+const parse = <T>(row: Row | undefined): T | undefined =>
+  row === undefined ? undefined : (JSON.parse(row.data) as T);
+const parseAll = <T>(rows: Row[]): T[] => rows.map((r) => JSON.parse(r.data) as T);
+
+function toLease(row: LeaseRow): Lease {
+  return {
+    name: row.name,
+    owner: row.owner,
+    acquiredAt: row.acquired_at,
+    expiresAt: row.expires_at,
+    ...(row.data === null ? {} : { data: JSON.parse(row.data) as Record<string, unknown> }),
+  };
+}
+
+function deliveryParams(record: DeliveryRecord) {
+  return {
+    id: record.id,
+    idempotencyKey: record.idempotencyKey,
+    sessionKey: record.sessionKey,
+    runId: record.runId ?? null,
+    status: record.status,
+    nextAttemptAt: record.nextAttemptAt,
+    createdAt: record.createdAt,
+    leaseOwner: record.leaseOwner ?? null,
+    leaseUntil: record.leaseUntil ?? null,
+    data: JSON.stringify(record),
+  };
+}
+
+/** The store's operations as synchronous SQLite calls; `emit` reports each change for the change feed. */
+export function createSqliteOperations(
+  db: Database.Database,
+  s: Statements,
+  lists: ListStatements,
+  emit: (change: StoreChange) => void,
+) {
+  const append = db.transaction((sessionKey: string, message: TranscriptMessage): StoredMessage => {
+    const last = s.lastSeq.get(sessionKey) as { seq: number } | undefined;
+    const stored = { ...message, seq: (last?.seq ?? 0) + 1 } as StoredMessage;
+    s.insertMessage.run(sessionKey, stored.seq, JSON.stringify(stored));
+    return stored;
+  });
+
+  const deleteEntry = db.transaction((key: string, transcript: boolean) => {
+    const existed = s.deleteEntry.run(key).changes > 0;
+    if (transcript) s.deleteMessages.run(key);
+    return existed;
+  });
+
+  const enqueue = db.transaction((record: DeliveryRecord) => {
+    const inserted = s.insertDelivery.run(deliveryParams(record)).changes > 0;
+    if (inserted) return { record, created: true };
+    return {
+      record: parse<DeliveryRecord>(s.deliveryByKey.get(record.idempotencyKey) as Row) as DeliveryRecord,
+      created: false,
+    };
+  });
+
+  const acquire = db.transaction((input: AcquireLease): AcquireLeaseResult => {
+    const row = s.acquireLease.get({
+      name: input.name,
+      owner: input.owner,
+      now: input.now,
+      expiresAt: input.now + input.ttlMs,
+      data: input.data === undefined ? null : JSON.stringify(input.data),
+    }) as LeaseRow | undefined;
+    if (row !== undefined) return { acquired: true, lease: toLease(row) };
+    return { acquired: false, holder: toLease(s.getLease.get(input.name) as LeaseRow) };
+  });
+
+  const core: SyncStoreOps = {
+    getEntry: (key) => parse<StoredEntry>(s.getEntry.get(key) as Row | undefined),
+    findEntriesBySessionId: (sessionId) =>
+      parseAll<StoredEntry>(s.entriesBySessionId.all(sessionId) as Row[]),
+    findEntriesByLabel: (label) => parseAll<StoredEntry>(s.entriesByLabel.all(label) as Row[]),
+    putEntry(entry) {
+      s.putEntry.run({
+        key: entry.key,
+        sessionId: entry.sessionId,
+        agentId: entry.agentId,
+        kind: entry.kind,
+        updatedAt: entry.updatedAt,
+        spawnedBy: entry.spawnedBy ?? null,
+        label: entry.label ?? null,
+        displayName: entry.displayName ?? null,
+        archived: entry.archivedAt === undefined ? 0 : 1,
+        data: JSON.stringify(entry),
+      });
+      emit({ type: "entry", key: entry.key, op: "put" });
+    },
+    deleteEntry(key, options) {
+      const existed = deleteEntry(key, options?.transcript !== false);
+      if (existed) emit({ type: "entry", key, op: "delete" });
+      return existed;
+    },
+    listEntries(query) {
+      if (query.kinds?.length === 0 || query.agentIds?.length === 0) return [];
+      const { stmt, params } = lists.entries(query);
+      return parseAll<StoredEntry>(stmt.all(...params) as Row[]);
+    },
+    countEntries: () => (s.countEntries.get() as { n: number }).n,
+    appendMessage: (sessionKey, message) => append(sessionKey, message),
+    readMessages(sessionKey, { limit, beforeSeq }) {
+      const rows = s.readMessages.all(
+        sessionKey,
+        beforeSeq ?? Number.MAX_SAFE_INTEGER,
+        Math.max(0, limit),
+      ) as Row[];
+      rows.reverse();
+      return parseAll<StoredMessage>(rows);
+    },
+    countMessages: (sessionKey) => (s.countMessages.get(sessionKey) as { n: number }).n,
+    putRun(run: RunRecord) {
+      s.putRun.run({
+        runId: run.runId,
+        status: run.status,
+        idempotencyKey: run.idempotencyKey ?? null,
+        followUpPending: run.followUp !== undefined && run.followUpDone !== true ? 1 : 0,
+        owner: run.owner ?? null,
+        data: JSON.stringify(run),
+      });
+      emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
+    },
+    getRun: (runId) => parse<RunRecord>(s.getRun.get(runId) as Row | undefined),
+    findRunByIdempotencyKey: (key) => parse<RunRecord>(s.runByKey.get(key) as Row | undefined),
+    listRunsByStatus(statuses) {
+      if (statuses.length === 0) return [];
+      return parseAll<RunRecord>(s.runsByStatus.all(JSON.stringify(statuses)) as Row[]);
+    },
+    listPendingFollowUps: () => parseAll<RunRecord>(s.pendingFollowUps.all() as Row[]),
+    enqueueDelivery(record) {
+      const result = enqueue(record);
+      if (result.created) {
+        emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+      }
+      return result;
+    },
+    putDelivery(record) {
+      s.putDelivery.run(deliveryParams(record));
+      emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+    },
+    getDelivery: (id) => parse<DeliveryRecord>(s.getDelivery.get(id) as Row | undefined),
+    listDeliveries(query) {
+      const { stmt, params } = lists.deliveries(query);
+      return parseAll<DeliveryRecord>(stmt.all(...params) as Row[]);
+    },
+    listQueuedDeliveries: (limit) => parseAll<DeliveryRecord>(s.queuedDeliveries.all(limit) as Row[]),
+    putRoute(route: RouteRecord) {
+      s.putRoute.run(
+        route.sessionKey,
+        route.channel,
+        route.accountId,
+        route.updatedAt,
+        JSON.stringify(route),
+      );
+    },
+    listRoutes: (sessionKey) => parseAll<RouteRecord>(s.listRoutes.all(sessionKey) as Row[]),
+    putSubagent(record: SubagentRecord) {
+      s.putSubagent.run(
+        record.childKey,
+        record.requesterKey,
+        record.status,
+        record.createdAt,
+        record.archiveAt ?? null,
+        JSON.stringify(record),
+      );
+    },
+    getSubagent: (childKey) => parse<SubagentRecord>(s.getSubagent.get(childKey) as Row | undefined),
+    listSubagents(query) {
+      if (query.statuses?.length === 0) return [];
+      const { stmt, params } = lists.subagents(query);
+      return parseAll<SubagentRecord>(stmt.all(...params) as Row[]);
+    },
+    listArchiveDue: (now) => parseAll<SubagentRecord>(s.archiveDue.all(now) as Row[]),
+    nextArchiveAt: () => (s.nextArchive.get() as { at: number | null }).at ?? undefined,
+    putThreadBinding(record: ThreadBindingRecord) {
+      s.putBinding.run(
+        record.channel,
+        record.accountId,
+        record.threadId,
+        record.sessionKey,
+        JSON.stringify(record),
+      );
+    },
+    getThreadBinding: (channel, accountId, threadId) =>
+      parse<ThreadBindingRecord>(s.getBinding.get(channel, accountId, threadId) as Row | undefined),
+    listThreadBindings(query) {
+      const rows =
+        query?.sessionKey === undefined ? s.allBindings.all() : s.bindingsBySession.all(query.sessionKey);
+      return parseAll<ThreadBindingRecord>(rows as Row[]);
+    },
+    deleteThreadBinding: (channel, accountId, threadId) =>
+      s.deleteBinding.run(channel, accountId, threadId).changes > 0,
+  };
+
+  const leases = {
+    acquireLease: (input: AcquireLease): AcquireLeaseResult => acquire.immediate(input),
+    renewLease: (name: string, owner: string, ttlMs: number, now: number): boolean =>
+      s.renewLease.run(now + ttlMs, name, owner).changes > 0,
+    releaseLease: (name: string, owner: string): boolean => s.releaseLease.run(name, owner).changes > 0,
+    getLease(name: string): Lease | undefined {
+      const row = s.getLease.get(name) as LeaseRow | undefined;
+      return row === undefined ? undefined : toLease(row);
+    },
+    listLeases: (prefix: string): Lease[] => (s.listLeases.all({ prefix }) as LeaseRow[]).map(toLease),
+    claimDeliveries({ owner, now, ttlMs, limit }: ClaimDeliveries): DeliveryRecord[] {
+      const rows = s.claimDeliveries.all({
+        owner,
+        now,
+        until: now + ttlMs,
+        limit: Math.max(0, limit),
+      }) as Row[];
+      return parseAll<DeliveryRecord>(rows).sort(
+        (a, b) => a.nextAttemptAt - b.nextAttemptAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+      );
+    },
+  };
+
+  return { core, leases };
+}

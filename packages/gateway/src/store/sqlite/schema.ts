@@ -1,0 +1,169 @@
+import { SessionsError } from "@sessions/core";
+import type Database from "better-sqlite3";
+
+/** One step of the schema. `up` runs inside its own transaction, together with the version bump. */
+export interface Migration {
+  version: number;
+  description: string;
+  up(db: Database.Database): void;
+}
+
+/** The schema of version 1 as it shipped; `runs.follow_up_pending` was added to it later (`ensureFollowUpPending`). */
+const VERSION_1 = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+  key TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  spawned_by TEXT,
+  label TEXT,
+  display_name TEXT,
+  archived INTEGER NOT NULL DEFAULT 0,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_updated ON entries (archived, updated_at DESC, key);
+CREATE INDEX IF NOT EXISTS entries_kind ON entries (archived, kind, updated_at DESC, key);
+CREATE INDEX IF NOT EXISTS entries_agent ON entries (archived, agent_id, updated_at DESC, key);
+CREATE INDEX IF NOT EXISTS entries_spawned_by ON entries (spawned_by, updated_at DESC);
+CREATE INDEX IF NOT EXISTS entries_session_id ON entries (session_id);
+CREATE INDEX IF NOT EXISTS entries_label ON entries (label);
+CREATE TABLE IF NOT EXISTS messages (
+  session_key TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (session_key, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  idempotency_key TEXT UNIQUE,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
+CREATE TABLE IF NOT EXISTS deliveries (
+  id TEXT PRIMARY KEY,
+  idempotency_key TEXT NOT NULL UNIQUE,
+  session_key TEXT NOT NULL,
+  run_id TEXT,
+  status TEXT NOT NULL,
+  next_attempt_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_at);
+CREATE INDEX IF NOT EXISTS deliveries_session ON deliveries (session_key, created_at DESC);
+CREATE INDEX IF NOT EXISTS deliveries_run ON deliveries (run_id);
+CREATE TABLE IF NOT EXISTS routes (
+  session_key TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (session_key, channel, account_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS subagents (
+  child_key TEXT PRIMARY KEY,
+  requester_key TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  archive_at INTEGER,
+  data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS subagents_requester ON subagents (requester_key, status);
+CREATE INDEX IF NOT EXISTS subagents_status ON subagents (status);
+CREATE INDEX IF NOT EXISTS subagents_archive ON subagents (archive_at) WHERE archive_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS thread_bindings (
+  channel TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  thread_id TEXT NOT NULL,
+  session_key TEXT NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (channel, account_id, thread_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS thread_bindings_session ON thread_bindings (session_key);
+`;
+
+const columnsOf = (db: Database.Database, table: string) =>
+  new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
+
+/** Version 1 first shipped without `runs.follow_up_pending`; such files still say version 1. */
+function ensureFollowUpPending(db: Database.Database): void {
+  if (!columnsOf(db, "runs").has("follow_up_pending")) {
+    // Those gateways had no follow-ups, so 0 is right for every existing row.
+    db.exec("ALTER TABLE runs ADD COLUMN follow_up_pending INTEGER NOT NULL DEFAULT 0");
+  }
+  db.exec(
+    "CREATE INDEX IF NOT EXISTS runs_follow_up ON runs (follow_up_pending) WHERE follow_up_pending = 1",
+  );
+}
+
+/** Every schema version in order. Append only: a released migration never changes. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "entries, transcripts, runs, outbox, routes, sub-agents, thread bindings",
+    up(db) {
+      db.exec(VERSION_1);
+      ensureFollowUpPending(db);
+    },
+  },
+  {
+    version: 2,
+    description: "run owners, delivery leases, the leases table",
+    up(db) {
+      ensureFollowUpPending(db);
+      db.exec(`
+        ALTER TABLE runs ADD COLUMN owner TEXT;
+        ALTER TABLE deliveries ADD COLUMN lease_owner TEXT;
+        ALTER TABLE deliveries ADD COLUMN lease_until INTEGER;
+        CREATE TABLE leases (
+          name TEXT PRIMARY KEY,
+          owner TEXT NOT NULL,
+          acquired_at INTEGER NOT NULL,
+          expires_at INTEGER NOT NULL,
+          data TEXT
+        );
+      `);
+    },
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+
+/** The version recorded in `meta.schema_version`; 0 for a new, empty file. */
+export function schemaVersion(db: Database.Database): number {
+  const meta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
+  if (meta === undefined) return 0;
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+    | { value: string }
+    | undefined;
+  return row === undefined ? 0 : Number(row.value);
+}
+
+/** Refuses a file written by a newer gateway (the existing typed error). */
+export function assertKnownVersion(version: number, file: string): void {
+  if (version > SCHEMA_VERSION) {
+    throw new SessionsError(
+      "unavailable",
+      `SQLite store at ${file} has schema version ${version}; this @sessions/gateway understands up to ${SCHEMA_VERSION}`,
+      { field: "path" },
+    );
+  }
+}
+
+/** Brings the file to `SCHEMA_VERSION`, one migration per transaction (a second opener waits, then skips). */
+export function migrate(db: Database.Database, file: string): void {
+  for (const migration of MIGRATIONS) {
+    db.transaction(() => {
+      const version = schemaVersion(db);
+      assertKnownVersion(version, file);
+      if (version >= migration.version) return;
+      migration.up(db);
+      db.prepare(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      ).run(String(migration.version));
+    }).immediate();
+  }
+}
