@@ -2,7 +2,7 @@
 // killed with SIGKILL by the test. Run: node --import tsx crash-child.fixture.ts <db-path>
 import { SessionsError } from "@sessions/core";
 import type { ChannelAdapterV1 } from "./adapter.js";
-import { createGateway } from "./gateway.js";
+import { createGateway } from "./create-gateway.js";
 import { createScriptedRunner } from "./runner/scripted.js";
 import { createSqliteStore } from "./store/sqlite.js";
 

@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { createManualClock } from "./clock.js";
-import { createGateway } from "./gateway.js";
+import { createGateway } from "./create-gateway.js";
 import { createScriptedRunner } from "./runner/scripted.js";
 import { createSqliteStore } from "./store/sqlite.js";
 import { createFakeChannel, eventually } from "./test-kit.js";

@@ -1,6 +1,6 @@
 import { SessionsError } from "@sessions/core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { createGateway } from "./gateway.js";
+import { createGateway } from "./create-gateway.js";
 import { createScriptedRunner, type ScriptedAgent } from "./runner/scripted.js";
 import { createMemoryStore } from "./store/memory.js";
 import type { StoredMessage } from "./store/types.js";
@@ -322,12 +322,14 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
       await receiveAndWait(dm("hi"));
       const ops = await receiveAndWait(group("ops", "x", { agentId: "ops" }));
       const mine = await receiveAndWait(group("dev", "x"));
-      const sandboxed = (await h.gateway.callTool("main", "sessions_list", {}, { sandboxed: true })) as {
-        sessions: { key: string }[];
-      };
-      expect(sandboxed.sessions.map((s) => s.key)).toEqual(["main"]);
-      const open = (await h.gateway.callTool("main", "sessions_list", {})) as { sessions: { key: string }[] };
-      expect(open.sessions.map((s) => s.key)).toEqual([mine.result.sessionKey, "main"]);
+      const keys = async (options?: { sandboxed: boolean }) =>
+        (
+          (await h.gateway.callTool("main", "sessions_list", {}, options)) as { sessions: { key: string }[] }
+        ).sessions.map((s) => s.key);
+      expect(await keys()).toEqual([mine.result.sessionKey, "main"]);
+      expect(await keys({ sandboxed: true })).toEqual(["main"]);
+      // Sandboxing belongs to the session: later callers that do not say so are clamped all the same.
+      expect(await keys()).toEqual(["main"]);
       // A session behind the agent-to-agent gate reads exactly like a missing one, by key or by sessionId.
       const opsEntry = await h.store.getEntry(ops.result.sessionKey);
       for (const sessionKey of [ops.result.sessionKey, opsEntry?.sessionId]) {
@@ -339,6 +341,36 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
           messages: [],
         });
       }
+    });
+
+    it("keeps a sandboxed session clamped in the runs the gateway starts for it", async () => {
+      const seen: string[][] = [];
+      h = await harness(
+        kind,
+        {
+          main: async (turn) => {
+            if (turn.kind === "inter_session") {
+              const listed = await turn.callTool<{ sessions: { key: string }[] }>("sessions_list", {});
+              seen.push(listed.sessions.map((s) => s.key));
+              return "REPLY_SKIP";
+            }
+            return echo(turn);
+          },
+        },
+        { config: { tools: { sessions: { visibility: "agent" } } } },
+      );
+      await receiveAndWait(dm("hi"));
+      await receiveAndWait(group("dev", "x"));
+      const ops = await receiveAndWait(group("ops", "x"));
+      const opsKey = ops.result.sessionKey;
+      await h.gateway.callTool(opsKey, "agents_list", {}, { sandboxed: true });
+      await h.gateway.callTool("main", "sessions_send", {
+        sessionKey: opsKey,
+        message: "status?",
+        timeoutSeconds: 30,
+      });
+      expect(seen).toEqual([[opsKey]]);
+      expect(await h.store.getEntry(opsKey)).toMatchObject({ sandboxed: true });
     });
 
     it("rejects invalid tool params with a typed error naming the field", async () => {

@@ -9,19 +9,19 @@ export type {
   ReceiveResult,
 } from "./adapter.js";
 export { type Clock, createManualClock, type ManualClock, systemClock } from "./clock.js";
-export {
-  type AgentsListPayload,
-  type ChatHistoryPayload,
-  createGateway,
-  type Gateway,
-  type GatewayEvent,
-  type GatewayOptions,
-  type GatewayRow,
-  type GatewayTool,
-  type SessionsListPayload,
-  type WaitResult,
+export { createGateway } from "./create-gateway.js";
+export type { OutboxOptions } from "./delivery/outbox.js";
+export type {
+  AgentsListPayload,
+  ChatHistoryPayload,
+  Gateway,
+  GatewayEvent,
+  GatewayOptions,
+  GatewayRow,
+  GatewayTool,
+  SessionsListPayload,
+  WaitResult,
 } from "./gateway.js";
-export type { OutboxOptions } from "./outbox.js";
 export {
   createScriptedRunner,
   type ScriptedAgent,

@@ -6,9 +6,9 @@ import {
   type SendPolicyConfig,
   SessionsError,
 } from "@sessions/core";
-import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
-import { type Clock, createDeadlineTimer } from "./clock.js";
-import type { DeliveryKind, DeliveryRecord, SessionStore } from "./store/types.js";
+import type { ChannelAdapterV1, DeliveryTarget } from "../adapter.js";
+import { type Clock, createDeadlineTimer } from "../clock.js";
+import type { DeliveryKind, DeliveryRecord, SessionStore } from "../store/types.js";
 
 export interface OutboxOptions {
   /** Attempts before a delivery is marked `failed` (default 6). */

@@ -1,0 +1,118 @@
+import { isAnnounceSkip, isReplySkip, resolveAnnounceTarget } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import { runAndWait } from "../runs/wait.js";
+import { channelFor } from "../sessions/entries.js";
+import type { RunRecord } from "../store/types.js";
+import { toolContextFor } from "../tools/tool-context.js";
+import { agentToAgentContext, interSession } from "./provenance.js";
+
+/** Runs the follow-up of a `sessions_send` run and marks it done (so a restart resumes it only if needed). */
+export async function agentToAgentFlow(ctx: GatewayContext, primary: RunRecord): Promise<void> {
+  const followUp = primary.followUp;
+  if (followUp === undefined || ctx.tasks.closed) return;
+  if (primary.status === "ok") {
+    await replyBackAndAnnounce(
+      ctx,
+      followUp.requesterKey,
+      followUp.requesterChannel,
+      followUp.request,
+      primary,
+    );
+  }
+  if (ctx.tasks.closed) return;
+  const latest = await ctx.store.getRun(primary.runId);
+  if (latest !== undefined) await ctx.store.putRun({ ...latest, followUpDone: true });
+}
+
+/** SPEC 5: reply-back ping-pong between the two sessions, then the announce step (target agent only). */
+async function replyBackAndAnnounce(
+  ctx: GatewayContext,
+  requesterKey: string,
+  requesterChannel: string,
+  request: string,
+  primary: RunRecord,
+): Promise<void> {
+  const { store, clock } = ctx;
+  const targetKey = primary.sessionKey;
+  const round1 = primary.reply ?? "";
+  let latest = round1;
+  const targetChannel = await channelFor(ctx, targetKey);
+  const maxTurns = ctx.config.session.agentToAgent.maxPingPongTurns;
+  if (round1.trim() !== "" && !isReplySkip(round1) && requesterKey !== targetKey) {
+    for (let turn = 1; turn <= maxTurns && !ctx.tasks.closed; turn++) {
+      const toRequester = turn % 2 === 1;
+      const speaker = toRequester ? requesterKey : targetKey;
+      const from = toRequester ? targetKey : requesterKey;
+      const fromChannel = toRequester ? targetChannel : requesterChannel;
+      const speakerEntry = await store.getEntry(speaker);
+      if (speakerEntry === undefined) break;
+      const run = await runAndWait(ctx, {
+        sessionKey: speaker,
+        kind: "ping_pong",
+        input: {
+          role: "user",
+          content: latest,
+          ts: clock.now(),
+          provenance: interSession(from, fromChannel, "sessions_send"),
+        },
+        system: [
+          agentToAgentContext(from, fromChannel, speaker),
+          `Reply-back turn ${turn} of at most ${maxTurns}. Reply REPLY_SKIP to end the conversation.`,
+        ],
+        tools: toolContextFor(ctx, speakerEntry, speaker, false),
+      });
+      const reply = run.reply ?? "";
+      if (run.status !== "ok" || reply.trim() === "" || isReplySkip(reply)) break;
+      latest = reply;
+    }
+  }
+  if (ctx.tasks.closed) return;
+  const targetEntry = await store.getEntry(targetKey);
+  if (targetEntry === undefined) return;
+  const announce = await runAndWait(ctx, {
+    sessionKey: targetKey,
+    kind: "announce",
+    input: {
+      role: "user",
+      content: [
+        "Agent-to-agent announce step.",
+        `Original request from ${requesterKey}:`,
+        request,
+        "",
+        "Round 1 reply:",
+        round1,
+        "",
+        "Latest reply:",
+        latest,
+      ].join("\n"),
+      ts: clock.now(),
+      provenance: interSession(requesterKey, requesterChannel, "sessions_send"),
+    },
+    system: [
+      "Announce step: reply ANNOUNCE_SKIP to stay silent; any other reply is posted to this session's channel.",
+    ],
+    tools: null,
+  });
+  // A gateway that is closing leaves the announce to the next start (the run's follow-up stays pending).
+  if (ctx.tasks.closed) return;
+  const text = announce.reply ?? "";
+  const base = {
+    idempotencyKey: `announce:${primary.runId}`,
+    kind: "announce" as const,
+    sessionKey: targetKey,
+    runId: primary.runId,
+  };
+  const nowhere = { channel: targetChannel, to: "-" };
+  if (announce.status !== "ok" || text.trim() === "" || isAnnounceSkip(text)) {
+    const suppressedReason = announce.status !== "ok" ? `announce step ${announce.status}` : "ANNOUNCE_SKIP";
+    await ctx.outbox.enqueue({ ...base, target: nowhere, text, suppressedReason });
+    return;
+  }
+  const target = resolveAnnounceTarget(targetKey, targetEntry);
+  if (target === null) {
+    const suppressedReason = "target session has no delivery context";
+    await ctx.outbox.enqueue({ ...base, target: nowhere, text, suppressedReason });
+    return;
+  }
+  await ctx.outbox.enqueue({ ...base, target, text });
+}

@@ -1,0 +1,53 @@
+import type { Logger, SessionsConfig } from "@sessions/core";
+import type { ChannelAdapterV1 } from "./adapter.js";
+import type { Clock, DeadlineTimer } from "./clock.js";
+import type { Outbox } from "./delivery/outbox.js";
+import type { GatewayEvent } from "./gateway.js";
+import type { Lanes } from "./lanes.js";
+import type { AgentRunner, RunnerTool } from "./runner/types.js";
+import type { RunTable } from "./runs/run-table.js";
+import type { SessionStore } from "./store/types.js";
+
+/** The chat platforms this gateway can deliver to, by canonical channel id, and the aliases users type. */
+export interface Channels {
+  readonly adapters: ReadonlyMap<string, ChannelAdapterV1>;
+  readonly aliases: Readonly<Record<string, string>>;
+}
+
+/** Work the gateway started on its own (follow-ups, sweeps, announces): tracked so `close()` can drain it. */
+export interface Tasks {
+  track<T>(promise: Promise<T>): Promise<T>;
+  readonly closed: boolean;
+}
+
+/** Per-key locks that keep read-modify-write steps of one entry, binding or idempotency key in order. */
+export interface Locks {
+  readonly entries: Lanes;
+  readonly idempotency: Lanes;
+  readonly spawns: Lanes;
+}
+
+/**
+ * What every feature module receives: the shared services of one gateway, passed in, never captured. A module
+ * reaches another module only through its exported functions, each of which takes this context.
+ */
+export interface GatewayContext {
+  readonly config: SessionsConfig;
+  readonly store: SessionStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly runner: AgentRunner;
+  readonly channels: Channels;
+  readonly outbox: Outbox;
+  readonly runs: RunTable;
+  readonly locks: Locks;
+  readonly tasks: Tasks;
+  readonly timers: { readonly archive: DeadlineTimer; readonly bindings: DeadlineTimer };
+  /** Extra tools every agent gets (filtered for sub-agents by `tools.subagents.tools`). */
+  readonly extraTools: readonly RunnerTool[];
+  /** Model ids `sessions_spawn({ model })` accepts; undefined = any. */
+  readonly knownModels: readonly string[] | undefined;
+  /** How many recent messages a run sees. */
+  readonly historyWindow: number;
+  emit(event: GatewayEvent): void;
+}

@@ -1,0 +1,231 @@
+import {
+  type GatewayMethodName,
+  normalizeChannelId,
+  parseSessionsConfig,
+  SessionsError,
+  silentLogger,
+} from "@sessions/core";
+import type { ChannelAdapterV1 } from "./adapter.js";
+import { sweepBindings, threadClosed } from "./bindings/expiry.js";
+import { createDeadlineTimer, systemClock } from "./clock.js";
+import type { Channels, GatewayContext, Tasks } from "./context.js";
+import { createOutbox } from "./delivery/outbox.js";
+import type { Gateway, GatewayEvent, GatewayOptions } from "./gateway.js";
+import { receive } from "./inbound/receive.js";
+import { Lanes } from "./lanes.js";
+import { dispatch } from "./methods/index.js";
+import { callTool } from "./methods/tools.js";
+import { recoverRuns } from "./runs/recovery.js";
+import { RunTable } from "./runs/run-table.js";
+import { type GatewayServer, listenGateway } from "./server.js";
+import { operatorKey } from "./sessions/entries.js";
+import { createSqliteStore } from "./store/sqlite.js";
+import { sweepArchive } from "./subagents/archive.js";
+import { cleanupAfterAnnounce } from "./subagents/finished.js";
+import { buildTools } from "./tools/build.js";
+import { markSandboxed, toolContextFor } from "./tools/tool-context.js";
+
+function channelsOf(adapters: readonly ChannelAdapterV1[]): Channels {
+  const map = new Map<string, ChannelAdapterV1>();
+  const aliases: Record<string, string> = {};
+  for (const adapter of adapters) {
+    const channel = normalizeChannelId(adapter.channel);
+    if (channel === undefined || adapter.specVersion !== 1 || typeof adapter.deliver !== "function") {
+      throw new SessionsError("invalid_config", `Invalid channel adapter ${String(adapter?.channel)}`, {
+        field: "adapters",
+      });
+    }
+    map.set(channel, adapter);
+    for (const alias of adapter.aliases ?? []) aliases[alias.trim().toLowerCase()] = channel;
+  }
+  return { adapters: map, aliases };
+}
+
+/**
+ * Creates an embedded gateway: composes the feature modules around one context. Invalid config throws a
+ * `SessionsError` (`invalid_config`) naming the path.
+ */
+export function createGateway(options: GatewayOptions): Gateway {
+  if (options === null || typeof options !== "object") {
+    throw new SessionsError("invalid_config", "createGateway needs an options object");
+  }
+  if (options.runner === undefined || typeof options.runner?.run !== "function") {
+    throw new SessionsError("invalid_config", "createGateway: runner must implement run(request)", {
+      field: "runner",
+    });
+  }
+  const config = parseSessionsConfig(options.config ?? {});
+  const clock = options.clock ?? systemClock;
+  const logger = (options.logger ?? silentLogger).child("gateway");
+  const channels = channelsOf(options.adapters ?? []);
+  const store = options.store ?? createSqliteStore({ path: options.path ?? ".sessions/sessions.db" });
+
+  const listeners = new Set<(event: GatewayEvent) => void>();
+  const emit = (event: GatewayEvent) => {
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        logger.warn("event listener threw", { error: String(error) });
+      }
+    }
+  };
+  const background = new Set<Promise<unknown>>();
+  let closed = false;
+  const tasks: Tasks = {
+    get closed() {
+      return closed;
+    },
+    track(promise) {
+      background.add(promise);
+      void promise.then(
+        () => background.delete(promise),
+        (error) => {
+          background.delete(promise);
+          logger.error("background task failed", { error: String(error) });
+        },
+      );
+      return promise;
+    },
+  };
+
+  const ctx: GatewayContext = {
+    config,
+    store,
+    clock,
+    logger,
+    runner: options.runner,
+    channels,
+    outbox: createOutbox({
+      store,
+      clock,
+      logger,
+      adapters: channels.adapters,
+      sendPolicy: () => config.session.sendPolicy,
+      options: options.outbox ?? {},
+      onFinal: (record) => {
+        emit({ type: "delivery", record });
+        if (record.kind === "subagent_announce") tasks.track(cleanupAfterAnnounce(ctx, record));
+      },
+    }),
+    runs: new RunTable(config.agents.defaults.subagents.maxConcurrent),
+    locks: { entries: new Lanes(), idempotency: new Lanes(), spawns: new Lanes() },
+    tasks,
+    timers: {
+      archive: createDeadlineTimer(clock, () => void tasks.track(sweepArchive(ctx))),
+      bindings: createDeadlineTimer(clock, () => void tasks.track(sweepBindings(ctx))),
+    },
+    extraTools: options.tools ?? [],
+    knownModels: options.models ?? options.runner.models,
+    historyWindow: Math.max(1, options.historyWindow ?? 50),
+    emit,
+  };
+
+  const ready = (async () => {
+    await recoverRuns(ctx);
+    await ctx.outbox.replay();
+    await sweepArchive(ctx);
+    await sweepBindings(ctx);
+  })();
+  ready.catch((error) => logger.error("gateway recovery failed", { error: String(error) }));
+
+  async function call(method: GatewayMethodName, params?: unknown): Promise<unknown> {
+    await ready;
+    return dispatch(ctx, method, params);
+  }
+
+  const servers = new Set<GatewayServer>();
+  const self: Gateway = {
+    config,
+    store,
+    ready,
+    async listen(listenOptions) {
+      const server = await listenGateway(self, listenOptions);
+      servers.add(server);
+      const close = server.close.bind(server);
+      return {
+        get url() {
+          return server.url;
+        },
+        host: server.host,
+        port: server.port,
+        connections: () => server.connections(),
+        stopAccepting: () => server.stopAccepting(),
+        async close(closeOptions) {
+          servers.delete(server);
+          await close(closeOptions);
+        },
+      };
+    },
+    async tools(requesterKey, opts = {}) {
+      await ready;
+      const key = operatorKey(ctx, requesterKey, "requesterKey");
+      const sandboxed = opts.sandboxed === true;
+      const entry = sandboxed ? await markSandboxed(ctx, key) : await store.getEntry(key);
+      return buildTools(ctx, toolContextFor(ctx, entry, key, sandboxed));
+    },
+    async callTool(requesterKey, name, params, opts = {}) {
+      await ready;
+      return callTool(ctx, requesterKey, name, params, opts);
+    },
+    async receive(inbound) {
+      await ready;
+      return receive(ctx, inbound);
+    },
+    call,
+    sessions: {
+      list: (params) => call("sessions.list", params) as ReturnType<Gateway["sessions"]["list"]>,
+      resolve: (params) => call("sessions.resolve", params) as ReturnType<Gateway["sessions"]["resolve"]>,
+      patch: (params) => call("sessions.patch", params) as ReturnType<Gateway["sessions"]["patch"]>,
+      delete: (params) => call("sessions.delete", params) as ReturnType<Gateway["sessions"]["delete"]>,
+    },
+    chat: {
+      history: (params) => call("chat.history", params) as ReturnType<Gateway["chat"]["history"]>,
+      send: (params) => call("chat.send", params) as ReturnType<Gateway["chat"]["send"]>,
+      abort: (params) => call("chat.abort", params) as ReturnType<Gateway["chat"]["abort"]>,
+    },
+    agent: (params) => call("agent", params) as ReturnType<Gateway["agent"]>,
+    agentWait: (params) => call("agent.wait", params) as ReturnType<Gateway["agentWait"]>,
+    agents: { list: (params) => call("agents.list", params) as ReturnType<Gateway["agents"]["list"]> },
+    deliveries: {
+      get: (params) => call("deliveries.get", params) as ReturnType<Gateway["deliveries"]["get"]>,
+      list: (params) => call("deliveries.list", params) as ReturnType<Gateway["deliveries"]["list"]>,
+    },
+    async sweep() {
+      await sweepArchive(ctx);
+      await sweepBindings(ctx);
+    },
+    async threadClosed(event) {
+      await ready;
+      return threadClosed(ctx, event);
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async close(opts = {}) {
+      if (closed) return;
+      // Graceful order: refuse new connections, let running work finish (up to drainMs), then say shutdown.
+      for (const server of servers) server.stopAccepting();
+      await ready.catch(() => undefined);
+      const deadline = Date.now() + (opts.drainMs ?? 5000);
+      while (background.size > 0 && Date.now() < deadline) {
+        await Promise.race([
+          Promise.allSettled([...background]),
+          new Promise((r) => setTimeout(r, Math.max(1, deadline - Date.now()))),
+        ]);
+      }
+      await Promise.all([...servers].map((server) => server.close({ reason: "gateway closing" })));
+      servers.clear();
+      closed = true;
+      ctx.runs.abortAll();
+      ctx.outbox.stop();
+      await ctx.outbox.drain(opts.drainMs ?? 5000);
+      ctx.timers.archive.stop();
+      ctx.timers.bindings.stop();
+      await Promise.allSettled([...background]);
+      await store.close();
+    },
+  };
+  return self;
+}

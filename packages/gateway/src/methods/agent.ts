@@ -1,0 +1,104 @@
+import {
+  defaultAgentId,
+  normalizeAgentId,
+  type ParsedMethodParams,
+  parseMethodParams,
+  parseSessionKey,
+} from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import { allowedDelivery } from "../delivery/targets.js";
+import type { AgentsListPayload, WaitResult } from "../gateway.js";
+import { startRun } from "../runs/start.js";
+import { waitRun } from "../runs/wait.js";
+import { ensureEntry, operatorKey } from "../sessions/entries.js";
+import type { RunRecord } from "../store/types.js";
+import { toolContextFor } from "../tools/tool-context.js";
+
+interface Accepted {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  status: "accepted";
+  acceptedAt: number;
+}
+
+const accepted = (run: RunRecord): Accepted => ({
+  runId: run.runId,
+  sessionKey: run.sessionKey,
+  agentId: run.agentId,
+  status: "accepted",
+  acceptedAt: run.createdAt,
+});
+
+/** The caller's `inputProvenance`, kept only when it names a source session. */
+function provenanceOf(p: ParsedMethodParams<"agent">) {
+  const given = p.inputProvenance;
+  if (given?.kind !== "inter_session" || !given.sourceSessionKey) return undefined;
+  return {
+    kind: "inter_session" as const,
+    sourceSessionKey: given.sourceSessionKey,
+    ...(given.sourceChannel ? { sourceChannel: given.sourceChannel } : {}),
+    ...(given.sourceTool ? { sourceTool: given.sourceTool } : {}),
+  };
+}
+
+/** `agent`, `agent.wait`, `agents.list`: start a run (accepted at once), wait for one server-side, list agents. */
+export const agentMethods = {
+  async agent(ctx: GatewayContext, params: unknown): Promise<Accepted> {
+    const p = parseMethodParams("agent", params);
+    const agentId = normalizeAgentId(
+      p.agentId ??
+        (p.sessionKey ? parseSessionKey(p.sessionKey)?.agentId : undefined) ??
+        defaultAgentId(ctx.config),
+    );
+    const key = operatorKey(ctx, p.sessionKey ?? "main", "sessionKey", agentId);
+    const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
+    if (existing !== undefined) return accepted(existing);
+    const entry = await ensureEntry(ctx, key, {
+      ...(p.label === undefined ? {} : { label: p.label }),
+      ...(p.spawnedBy === undefined ? {} : { spawnedBy: p.spawnedBy }),
+    });
+    const deliverTo =
+      p.deliver === true
+        ? allowedDelivery(
+            ctx,
+            entry,
+            key,
+            { channel: p.channel, to: p.to, accountId: p.accountId, threadId: p.threadId },
+            "agent: deliver needs channel and to (or a session with a delivery context)",
+          )
+        : undefined;
+    const provenance = provenanceOf(p);
+    const { run } = await startRun(ctx, {
+      sessionKey: key,
+      kind: "agent",
+      input: { role: "user", content: p.message, ts: ctx.clock.now(), ...(provenance ? { provenance } : {}) },
+      idempotencyKey: p.idempotencyKey,
+      ...(deliverTo === undefined ? {} : { deliverTo }),
+      ...(p.extraSystemPrompt ? { system: [p.extraSystemPrompt] } : {}),
+      tools: toolContextFor(ctx, entry, key, false),
+      ...(p.timeout ? { timeoutMs: p.timeout * 1000 } : {}),
+    });
+    return { ...accepted(run), sessionKey: key };
+  },
+
+  async "agent.wait"(ctx: GatewayContext, params: unknown): Promise<WaitResult> {
+    const p = parseMethodParams("agent.wait", params);
+    return waitRun(ctx, p.runId, p.timeoutMs ?? 30_000);
+  },
+
+  async "agents.list"(ctx: GatewayContext, params: unknown): Promise<AgentsListPayload> {
+    parseMethodParams("agents.list", params);
+    const { config } = ctx;
+    const agents =
+      config.agents.list.length > 0
+        ? config.agents.list.map((a) => ({ id: a.id, ...(a.name ? { name: a.name } : {}) }))
+        : [{ id: "main" }];
+    return {
+      defaultId: defaultAgentId(config),
+      mainKey: config.session.mainKey,
+      scope: config.session.scope,
+      agents,
+    };
+  },
+};

@@ -1,0 +1,70 @@
+import { parseMethodParams } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import { allowedDelivery } from "../delivery/targets.js";
+import type { ChatHistoryPayload } from "../gateway.js";
+import { startRun } from "../runs/start.js";
+import { isFinal } from "../runs/wait.js";
+import { ensureEntry, operatorKey, requireEntry } from "../sessions/entries.js";
+import type { RunRecord } from "../store/types.js";
+import { toolContextFor } from "../tools/tool-context.js";
+
+type SendStatus = "started" | "in_flight" | "ok" | "error";
+
+/** How a repeated `chat.send` reports the run its key already made. */
+const repeatStatus = (run: RunRecord): SendStatus =>
+  isFinal(run.status) ? (run.status === "ok" ? "ok" : "error") : "in_flight";
+
+/** `chat.*`: a session's transcript, a user turn into it, and stopping its runs. */
+export const chatMethods = {
+  async "chat.history"(ctx: GatewayContext, params: unknown): Promise<ChatHistoryPayload> {
+    const p = parseMethodParams("chat.history", params);
+    const key = operatorKey(ctx, p.sessionKey, "sessionKey");
+    const entry = await requireEntry(ctx, key, "sessionKey");
+    const limit = p.limit ?? 200;
+    const offset = p.offset ?? 0;
+    const total = await ctx.store.countMessages(key);
+    const beforeSeq = total - offset + 1;
+    const messages = beforeSeq <= 1 ? [] : await ctx.store.readMessages(key, { limit, beforeSeq });
+    const hasMore = total - offset - messages.length > 0;
+    return {
+      sessionKey: key,
+      sessionId: entry.sessionId,
+      messages,
+      totalMessages: total,
+      hasMore,
+      nextOffset: hasMore ? offset + messages.length : null,
+    };
+  },
+
+  async "chat.send"(ctx: GatewayContext, params: unknown): Promise<{ runId: string; status: SendStatus }> {
+    const p = parseMethodParams("chat.send", params);
+    const key = operatorKey(ctx, p.sessionKey, "sessionKey");
+    const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
+    if (existing !== undefined) return { runId: existing.runId, status: repeatStatus(existing) };
+    const entry = await ensureEntry(ctx, key);
+    const deliverTo =
+      p.deliver === true
+        ? allowedDelivery(ctx, entry, key, undefined, `Session ${key} has no delivery context to deliver to`)
+        : undefined;
+    const { run, created } = await startRun(ctx, {
+      sessionKey: key,
+      kind: "chat",
+      input: { role: "user", content: p.message, ts: ctx.clock.now() },
+      idempotencyKey: p.idempotencyKey,
+      ...(deliverTo === undefined ? {} : { deliverTo }),
+      tools: toolContextFor(ctx, entry, key, false),
+      ...(p.timeoutMs ? { timeoutMs: p.timeoutMs } : {}),
+    });
+    // A concurrent retry with the same key got here second: report the run like a repeat would.
+    return { runId: run.runId, status: created ? "started" : repeatStatus(run) };
+  },
+
+  async "chat.abort"(
+    ctx: GatewayContext,
+    params: unknown,
+  ): Promise<{ ok: true; aborted: boolean; runIds: string[] }> {
+    const p = parseMethodParams("chat.abort", params);
+    const runIds = ctx.runs.abortSession(operatorKey(ctx, p.sessionKey, "sessionKey"), p.runId);
+    return { ok: true as const, aborted: runIds.length > 0, runIds };
+  },
+};

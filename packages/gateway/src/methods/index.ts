@@ -1,0 +1,36 @@
+import { type GatewayMethodName, SessionsError } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import { agentMethods } from "./agent.js";
+import { chatMethods } from "./chat.js";
+import { deliveryMethods } from "./deliveries.js";
+import { connectionOnly } from "./params.js";
+import { sessionMethods } from "./sessions.js";
+import { toolMethods } from "./tools.js";
+
+type Method = (ctx: GatewayContext, params: unknown) => Promise<unknown>;
+
+/** The wire's dispatch table: every method of PROTOCOL.md, one file per family. */
+export const methods: Readonly<Record<GatewayMethodName, Method>> = {
+  ...sessionMethods,
+  ...chatMethods,
+  ...agentMethods,
+  ...deliveryMethods,
+  ...toolMethods,
+  async "sessions.subscribe"() {
+    throw connectionOnly("sessions.subscribe");
+  },
+  async "sessions.unsubscribe"() {
+    throw connectionOnly("sessions.unsubscribe");
+  },
+};
+
+/** Calls `method` with unvalidated params (each method validates its own). */
+export function dispatch(ctx: GatewayContext, method: GatewayMethodName, params: unknown): Promise<unknown> {
+  if (!Object.hasOwn(methods, method)) {
+    throw new SessionsError("invalid_params", `Unknown method: ${String(method)}`, {
+      field: "method",
+      details: { code: "UNKNOWN_METHOD" },
+    });
+  }
+  return methods[method](ctx, params);
+}

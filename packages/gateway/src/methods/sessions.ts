@@ -1,0 +1,147 @@
+import { defaultAgentId, normalizeAgentId, parseMethodParams, SessionsError } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import type { GatewayRow, SessionsListPayload } from "../gateway.js";
+import { deleteSession, operatorKey, requireEntry, storeKey, updateEntry } from "../sessions/entries.js";
+import type { StoredEntry } from "../store/types.js";
+
+const ROW_FIELDS = [
+  "label",
+  "displayName",
+  "channel",
+  "chatType",
+  "spawnedBy",
+  "sendPolicy",
+  "model",
+  "contextTokens",
+  "inputTokens",
+  "outputTokens",
+  "totalTokens",
+  "thinkingLevel",
+  "systemSent",
+  "abortedLastRun",
+  "lastChannel",
+  "lastTo",
+  "lastAccountId",
+  "deliveryContext",
+] as const;
+
+const PATCHABLE = ["label", "sendPolicy", "model", "thinkingLevel", "verboseLevel"] as const;
+
+/** A `sessions.list` row as operators see it (PROTOCOL.md). */
+function gatewayRow(entry: StoredEntry): GatewayRow {
+  const kind =
+    entry.key === "global"
+      ? "global"
+      : entry.key === "unknown"
+        ? "unknown"
+        : entry.kind === "group" || entry.chatType === "group" || entry.chatType === "channel"
+          ? "group"
+          : "direct";
+  const row: GatewayRow = { key: entry.key, kind, updatedAt: entry.updatedAt, sessionId: entry.sessionId };
+  for (const field of ROW_FIELDS)
+    if (entry[field] !== undefined) (row as unknown as Record<string, unknown>)[field] = entry[field];
+  return row;
+}
+
+/** `sessions.*`: list, resolve, patch and delete for operators (no visibility rules: scopes guard these). */
+export const sessionMethods = {
+  async "sessions.list"(ctx: GatewayContext, params: unknown): Promise<SessionsListPayload> {
+    const p = parseMethodParams("sessions.list", params);
+    const limit = p.limit ?? 50;
+    const offset = p.offset ?? 0;
+    const entries = await ctx.store.listEntries({
+      ...(p.agentId === undefined ? {} : { agentIds: [normalizeAgentId(p.agentId)] }),
+      ...(p.kinds === undefined ? {} : { kinds: p.kinds }),
+      ...(p.label === undefined ? {} : { label: p.label }),
+      ...(p.spawnedBy === undefined ? {} : { spawnedBy: p.spawnedBy }),
+      ...(p.search === undefined ? {} : { search: p.search }),
+      ...(p.activeMinutes === undefined ? {} : { updatedSince: ctx.clock.now() - p.activeMinutes * 60_000 }),
+      ...(p.includeArchived ? { includeArchived: true } : {}),
+      limit: limit + 1,
+      offset,
+    });
+    const filtered = entries.filter(
+      (e) => (p.includeGlobal || e.key !== "global") && (p.includeUnknown || e.key !== "unknown"),
+    );
+    const page = filtered.slice(0, limit);
+    const hasMore = entries.length > limit;
+    return {
+      ts: ctx.clock.now(),
+      count: page.length,
+      hasMore,
+      nextOffset: hasMore ? offset + limit : null,
+      sessions: page.map(gatewayRow),
+    };
+  },
+
+  async "sessions.resolve"(ctx: GatewayContext, params: unknown): Promise<{ ok: true; key: string }> {
+    const p = parseMethodParams("sessions.resolve", params);
+    const { store, config } = ctx;
+    let candidates: StoredEntry[] = [];
+    if (p.key !== undefined) {
+      const entry = await store.getEntry(
+        storeKey(ctx, normalizeAgentId(p.agentId ?? defaultAgentId(config)), p.key),
+      );
+      if (entry) candidates.push(entry);
+    } else if (p.sessionId !== undefined)
+      candidates = await store.findEntriesBySessionId(p.sessionId.trim().toLowerCase());
+    else if (p.label !== undefined) candidates = await store.findEntriesByLabel(p.label);
+    else
+      throw new SessionsError("invalid_params", "sessions.resolve needs key, sessionId or label", {
+        field: "key",
+      });
+    if (p.agentId !== undefined)
+      candidates = candidates.filter((e) => e.agentId === normalizeAgentId(p.agentId));
+    if (p.spawnedBy !== undefined) candidates = candidates.filter((e) => e.spawnedBy === p.spawnedBy);
+    if (candidates.length === 0)
+      throw new SessionsError("not_found", "No session matches", { details: { code: "NOT_FOUND" } });
+    if (candidates.length > 1) {
+      throw new SessionsError("ambiguous", `${candidates.length} sessions match`, {
+        details: { code: "AMBIGUOUS", candidates: candidates.map((c) => c.key) },
+      });
+    }
+    return { ok: true as const, key: (candidates[0] as StoredEntry).key };
+  },
+
+  async "sessions.patch"(
+    ctx: GatewayContext,
+    params: unknown,
+  ): Promise<{ ok: true; key: string; entry: StoredEntry }> {
+    const p = parseMethodParams("sessions.patch", params);
+    const key = operatorKey(ctx, p.key);
+    await requireEntry(ctx, key);
+    const entry = await updateEntry(
+      ctx,
+      key,
+      (current) => {
+        if (current === undefined) return undefined;
+        const next: StoredEntry = { ...current, updatedAt: ctx.clock.now() };
+        for (const field of PATCHABLE) {
+          const value = p[field];
+          if (value === undefined) continue;
+          if (value === null) delete next[field];
+          else (next as unknown as Record<string, unknown>)[field] = value;
+        }
+        return next;
+      },
+      "patched",
+    );
+    return { ok: true as const, key, entry: entry as StoredEntry };
+  },
+
+  async "sessions.delete"(
+    ctx: GatewayContext,
+    params: unknown,
+  ): Promise<{ ok: true; key: string; deleted: boolean }> {
+    const p = parseMethodParams("sessions.delete", params);
+    const key = operatorKey(ctx, p.key);
+    // Runs of the session stop first, so nothing writes into a transcript that is being removed.
+    ctx.runs.abortSession(key);
+    await ctx.runs.lanes.run(key, async () => undefined);
+    for (const binding of await ctx.store.listThreadBindings({ sessionKey: key })) {
+      await ctx.store.deleteThreadBinding(binding.channel, binding.accountId, binding.threadId);
+    }
+    const deleted = await deleteSession(ctx, key, p.deleteTranscript !== false);
+    return { ok: true as const, key, deleted };
+  },
+};

@@ -1,0 +1,74 @@
+import type { GatewayContext } from "../context.js";
+import type { AgentRunEvent } from "../runner/types.js";
+import type { RunRecord } from "../store/types.js";
+
+type EventContext = Pick<GatewayContext, "runs" | "clock" | "emit">;
+
+export function emitStart(ctx: EventContext, run: RunRecord): void {
+  ctx.emit({
+    type: "agent",
+    runId: run.runId,
+    seq: ctx.runs.nextSeq(run.runId),
+    stream: "lifecycle",
+    ts: ctx.clock.now(),
+    data: { phase: "start" },
+  });
+}
+
+/** A runner's streamed output as `chat` deltas and `agent` assistant/tool events. */
+export function emitRunnerEvent(ctx: EventContext, run: RunRecord, event: AgentRunEvent): void {
+  if (event.type === "text-delta") {
+    ctx.emit({
+      type: "chat",
+      runId: run.runId,
+      sessionKey: run.sessionKey,
+      seq: ctx.runs.nextSeq(run.runId),
+      state: "delta",
+      deltaText: event.text,
+    });
+    ctx.emit({
+      type: "agent",
+      runId: run.runId,
+      seq: ctx.runs.nextSeq(run.runId),
+      stream: "assistant",
+      ts: ctx.clock.now(),
+      data: { text: event.text },
+    });
+  } else {
+    ctx.emit({
+      type: "agent",
+      runId: run.runId,
+      seq: ctx.runs.nextSeq(run.runId),
+      stream: "tool",
+      ts: ctx.clock.now(),
+      data: event,
+    });
+  }
+}
+
+/** The end of a run: the lifecycle end first (stream readers that stop at the final chat event still see it). */
+export function emitFinal(ctx: EventContext, run: RunRecord): void {
+  const state = run.status === "ok" ? "final" : run.status === "aborted" ? "aborted" : "error";
+  ctx.emit({
+    type: "agent",
+    runId: run.runId,
+    seq: ctx.runs.nextSeq(run.runId),
+    stream: "lifecycle",
+    ts: ctx.clock.now(),
+    data: {
+      phase: run.status === "ok" ? "end" : "error",
+      status: run.status,
+      ...(run.error ? { error: run.error } : {}),
+    },
+  });
+  ctx.emit({
+    type: "chat",
+    runId: run.runId,
+    sessionKey: run.sessionKey,
+    seq: ctx.runs.nextSeq(run.runId),
+    state,
+    ...(run.reply ? { message: run.reply } : {}),
+    ...(run.error ? { errorMessage: run.error } : {}),
+  });
+  ctx.runs.forgetSeq(run.runId);
+}

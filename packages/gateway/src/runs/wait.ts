@@ -1,0 +1,71 @@
+import { SessionsError } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import type { WaitResult } from "../gateway.js";
+import type { RunRecord, RunStatus } from "../store/types.js";
+import { type RunSpec, startRun } from "./start.js";
+
+const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted"]);
+
+export const isFinal = (status: RunStatus): boolean => FINAL_STATUSES.has(status);
+
+export function toWaitResult(run: RunRecord): WaitResult {
+  const result: WaitResult = {
+    runId: run.runId,
+    status: run.status === "ok" ? "ok" : run.status === "timeout" ? "timeout" : "error",
+  };
+  if (run.startedAt !== undefined) result.startedAt = run.startedAt;
+  if (run.endedAt !== undefined) result.endedAt = run.endedAt;
+  if (run.error !== undefined) result.error = run.error;
+  if (run.reply) result.reply = run.reply;
+  return result;
+}
+
+/** Waits for a run to end, up to `timeoutMs`; never cancels it. */
+export async function waitRun(
+  ctx: Pick<GatewayContext, "store" | "runs" | "clock" | "logger">,
+  runId: string,
+  timeoutMs: number,
+): Promise<WaitResult> {
+  const { store, clock } = ctx;
+  const stored = await store.getRun(runId);
+  if (stored === undefined)
+    throw new SessionsError("not_found", `Run not found: ${runId}`, { field: "runId" });
+  if (isFinal(stored.status)) return toWaitResult(stored);
+  return new Promise<WaitResult>((resolve) => {
+    let settled = false;
+    const finish = (result: WaitResult) => {
+      if (settled) return;
+      settled = true;
+      clock.clearTimeout(timer);
+      remove();
+      resolve(result);
+    };
+    const remove = ctx.runs.addWaiter(runId, (run) => finish(toWaitResult(run)));
+    const timer = clock.setTimeout(
+      () =>
+        finish({
+          runId,
+          status: "timeout",
+          ...(stored.startedAt === undefined ? {} : { startedAt: stored.startedAt }),
+          error: `Run still in progress after ${Math.round(timeoutMs / 1000)}s; it continues`,
+        }),
+      timeoutMs,
+    );
+    // The run may have ended between the read above and registering.
+    store.getRun(runId).then(
+      (latest) => {
+        if (latest !== undefined && isFinal(latest.status)) finish(toWaitResult(latest));
+      },
+      (error) => ctx.logger.warn("run re-check failed", { runId, error: String(error) }),
+    );
+  });
+}
+
+const A2A_TURN_WAIT_MS = 10 * 60_000;
+
+/** Starts a run and waits for its end (up to ten minutes): one turn of the reply-back loop or an announce. */
+export async function runAndWait(ctx: GatewayContext, spec: RunSpec): Promise<RunRecord> {
+  const { run } = await startRun(ctx, spec);
+  const waited = await waitRun(ctx, run.runId, A2A_TURN_WAIT_MS);
+  return (await ctx.store.getRun(waited.runId)) ?? run;
+}

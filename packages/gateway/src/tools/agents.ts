@@ -1,0 +1,31 @@
+import { type AgentsListResult, findAgentConfig, normalizeAgentId } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import type { ToolContext } from "./tool-context.js";
+
+/** `agents_list`: the requester's agent first, then the agents it may spawn (SPEC 4). */
+export async function agentsListTool(
+  ctx: Pick<GatewayContext, "config">,
+  tool: ToolContext,
+): Promise<AgentsListResult> {
+  const { config } = ctx;
+  const allow = findAgentConfig(config, tool.agentId)?.subagents.allowAgents ?? [];
+  const allowAny = allow.some((a) => a.trim() === "*");
+  const ids = new Set<string>();
+  if (allowAny) for (const agent of config.agents.list) ids.add(agent.id);
+  else for (const id of allow) ids.add(normalizeAgentId(id));
+  ids.delete(tool.agentId);
+  const configured = new Map(config.agents.list.map((a) => [a.id, a]));
+  const describe = (id: string) => {
+    const agent = configured.get(id);
+    return {
+      id,
+      ...(agent?.name === undefined ? {} : { name: agent.name }),
+      configured: agent !== undefined,
+    };
+  };
+  return {
+    requester: tool.agentId,
+    allowAny,
+    agents: [describe(tool.agentId), ...[...ids].sort().map(describe)],
+  };
+}

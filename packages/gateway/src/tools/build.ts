@@ -1,0 +1,85 @@
+import { parseToolParams, SessionsError, type SessionToolName, sessionTools } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import type { GatewayTool } from "../gateway.js";
+import { agentsListTool } from "./agents.js";
+import { historyTool } from "./history.js";
+import { listTool } from "./list.js";
+import { sendTool } from "./send.js";
+import { spawnTool } from "./spawn.js";
+import { allowedToolNames, type ToolContext, toolNotAllowed } from "./tool-context.js";
+
+/**
+ * The tools a run of `tool.requesterKey` gets, bound to it. Inside a run (`runId` set) each call and its result
+ * are written to the transcript; a tool that throws answers `{ status: "error" }` instead of failing the run.
+ */
+export function buildTools(ctx: GatewayContext, tool: ToolContext, runId?: string): GatewayTool[] {
+  const allowed = allowedToolNames(ctx, tool);
+  const tools: GatewayTool[] = [];
+  let counter = 0;
+  const record = async (name: string, params: unknown, exec: () => Promise<unknown>) => {
+    const toolCallId = `${runId ?? "direct"}:${++counter}`;
+    if (runId !== undefined) {
+      await ctx.store.appendMessage(tool.requesterKey, {
+        role: "assistant",
+        content: [{ type: "tool-call", toolCallId, toolName: name, input: params }],
+        ts: ctx.clock.now(),
+        runId,
+      });
+    }
+    let result: unknown;
+    try {
+      result = await exec();
+    } catch (error) {
+      result = SessionsError.isInstance(error)
+        ? { status: "error", code: error.code, error: error.message }
+        : { status: "error", error: error instanceof Error ? error.message : String(error) };
+    }
+    if (runId !== undefined) {
+      await ctx.store.appendMessage(tool.requesterKey, {
+        role: "toolResult",
+        content: [{ type: "tool-result", toolCallId, toolName: name, output: result }],
+        ts: ctx.clock.now(),
+        runId,
+      });
+    }
+    return result;
+  };
+  for (const contract of Object.values(sessionTools)) {
+    if (!allowed.has(contract.name)) continue;
+    tools.push({
+      name: contract.name,
+      description: contract.description,
+      parameters: contract.parameters,
+      jsonSchema: contract.jsonSchema,
+      execute: (params) => record(contract.name, params, () => executeTool(ctx, tool, contract.name, params)),
+    });
+  }
+  for (const extra of ctx.extraTools) {
+    if (!allowed.has(extra.name)) continue;
+    tools.push({ ...extra, execute: (params) => record(extra.name, params, () => extra.execute(params)) });
+  }
+  return tools;
+}
+
+/** Validates and runs one session tool as `tool.requesterKey`. */
+export async function executeTool(
+  ctx: GatewayContext,
+  tool: ToolContext,
+  name: SessionToolName,
+  raw: unknown,
+): Promise<unknown> {
+  if (!allowedToolNames(ctx, tool).has(name)) return toolNotAllowed(name);
+  switch (name) {
+    case "sessions_list":
+      return listTool(ctx, tool, parseToolParams("sessions_list", raw));
+    case "sessions_history":
+      return historyTool(ctx, tool, parseToolParams("sessions_history", raw));
+    case "sessions_send":
+      return sendTool(ctx, tool, parseToolParams("sessions_send", raw));
+    case "sessions_spawn":
+      return spawnTool(ctx, tool, parseToolParams("sessions_spawn", raw));
+    case "agents_list":
+      parseToolParams("agents_list", raw);
+      return agentsListTool(ctx, tool);
+  }
+}

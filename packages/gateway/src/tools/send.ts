@@ -1,0 +1,63 @@
+import type { parseToolParams, SessionsSendResult } from "@sessions/core";
+import { agentToAgentFlow } from "../a2a/flow.js";
+import { agentToAgentContext, interSession } from "../a2a/provenance.js";
+import type { GatewayContext } from "../context.js";
+import { startRun } from "../runs/start.js";
+import { waitRun } from "../runs/wait.js";
+import { channelFor } from "../sessions/entries.js";
+import { displayKey, resolveTarget } from "./resolve.js";
+import { type ToolContext, toolContextFor } from "./tool-context.js";
+
+/** `sessions_send` (SPEC 5): a run in the target session, optionally waited for; reply-back and announce follow. */
+export async function sendTool(
+  ctx: GatewayContext,
+  tool: ToolContext,
+  params: ReturnType<typeof parseToolParams<"sessions_send">>,
+): Promise<SessionsSendResult> {
+  const resolved = await resolveTarget(ctx, tool, params.sessionKey, "send");
+  if (!("entry" in resolved)) return resolved;
+  const target = resolved.entry;
+  const sourceChannel = await channelFor(ctx, tool.requesterKey);
+  const { run } = await startRun(ctx, {
+    sessionKey: target.key,
+    kind: "inter_session",
+    input: {
+      role: "user",
+      content: params.message,
+      ts: ctx.clock.now(),
+      provenance: interSession(tool.requesterKey, sourceChannel, "sessions_send"),
+    },
+    system: [agentToAgentContext(tool.requesterKey, sourceChannel, target.key)],
+    tools: toolContextFor(ctx, target, target.key, false),
+    followUp: {
+      kind: "agent_to_agent",
+      requesterKey: tool.requesterKey,
+      requesterChannel: sourceChannel,
+      request: params.message,
+    },
+    onSettled: (primary) => agentToAgentFlow(ctx, primary),
+  });
+  const sessionKey = displayKey(ctx, tool, target.key);
+  if (params.timeoutSeconds === 0) {
+    return { runId: run.runId, status: "accepted", sessionKey, delivery: { status: "pending" } };
+  }
+  const waited = await waitRun(ctx, run.runId, params.timeoutSeconds * 1000);
+  if (waited.status === "ok") {
+    return {
+      runId: run.runId,
+      status: "ok",
+      sessionKey,
+      ...(waited.reply ? { reply: waited.reply } : {}),
+      delivery: { status: "pending" },
+    };
+  }
+  if (waited.status === "timeout" && waited.endedAt === undefined) {
+    return {
+      runId: run.runId,
+      status: "timeout",
+      sessionKey,
+      error: `No reply within ${params.timeoutSeconds}s; the run continues — read its result later with sessions_history`,
+    };
+  }
+  return { runId: run.runId, status: "error", sessionKey, error: waited.error ?? "run failed" };
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from "node:crypto";
+import {
+  buildSubagentSessionKey,
+  checkSessionAccess,
+  findAgentConfig,
+  type parseToolParams,
+  type SessionsSpawnResult,
+} from "@sessions/core";
+import { interSession } from "../a2a/provenance.js";
+import { bindThread } from "../bindings/bind.js";
+import type { GatewayContext } from "../context.js";
+import { startRun } from "../runs/start.js";
+import { channelFor, ensureEntry } from "../sessions/entries.js";
+import type { SubagentRecord } from "../store/types.js";
+import { subagentFinished } from "../subagents/finished.js";
+import { type ToolContext, toolContextFor } from "./tool-context.js";
+
+/** `sessions_spawn` (SPEC 6): checks, reserves a child slot, creates the child (thread-bound if asked), runs it. */
+export async function spawnTool(
+  ctx: GatewayContext,
+  tool: ToolContext,
+  params: ReturnType<typeof parseToolParams<"sessions_spawn">>,
+): Promise<SessionsSpawnResult> {
+  const { config, store, clock } = ctx;
+  const defaults = config.agents.defaults.subagents;
+  const requester = await store.getEntry(tool.requesterKey);
+  const targetAgent = params.agentId ?? tool.agentId;
+  const requesterConfig = findAgentConfig(config, tool.agentId);
+  const decision = checkSessionAccess({
+    action: "spawn",
+    requesterKey: tool.requesterKey,
+    targetKey: `agent:${targetAgent}:subagent:new`,
+    requesterDepth: tool.depth,
+    maxSpawnDepth: defaults.maxSpawnDepth,
+    allowAgents: requesterConfig?.subagents.allowAgents ?? [],
+  });
+  if (!decision.allowed) return { status: "forbidden", code: decision.code, error: decision.message };
+  const model =
+    params.model ??
+    findAgentConfig(config, targetAgent)?.subagents.model ??
+    requesterConfig?.subagents.model ??
+    defaults.model;
+  if (
+    params.model !== undefined &&
+    ctx.knownModels !== undefined &&
+    !ctx.knownModels.includes(params.model)
+  ) {
+    return {
+      status: "error",
+      code: "unknown_model",
+      error: `Unknown model "${params.model}" (known: ${ctx.knownModels.join(", ")})`,
+    };
+  }
+  const childKey = buildSubagentSessionKey(targetAgent);
+  const runId = randomUUID();
+  const record: SubagentRecord = {
+    childKey,
+    requesterKey: tool.requesterKey,
+    runId,
+    task: params.task,
+    mode: params.mode,
+    cleanup: params.cleanup,
+    status: "running",
+    createdAt: clock.now(),
+    ...(params.label === undefined ? {} : { label: params.label }),
+  };
+  // Count and reserve under one lock per requester, so parallel spawns cannot overshoot the limit.
+  const activeCount = await ctx.locks.spawns.run(tool.requesterKey, async () => {
+    const active = await store.listSubagents({
+      requesterKey: tool.requesterKey,
+      statuses: ["running", "announcing"],
+    });
+    if (active.length >= defaults.maxChildrenPerAgent) return active.length;
+    await store.putSubagent(record);
+    return undefined;
+  });
+  if (activeCount !== undefined) {
+    return {
+      status: "forbidden",
+      code: "max_children",
+      error: `This session already has ${activeCount} active sub-agents (agents.defaults.subagents.maxChildrenPerAgent is ${defaults.maxChildrenPerAgent})`,
+    };
+  }
+  const child = await ensureEntry(ctx, childKey, {
+    spawnedBy: tool.requesterKey,
+    spawnDepth: tool.depth + 1,
+    ...(tool.sandboxed ? { sandboxed: true } : {}),
+    ...(params.label === undefined ? {} : { label: params.label }),
+    ...(model === undefined ? {} : { model }),
+    ...(params.thinking === undefined ? {} : { thinkingLevel: params.thinking }),
+  });
+  if (params.thread) {
+    const bound = await bindThread(ctx, tool, requester, child, params.label ?? params.task.slice(0, 60));
+    if (!bound.ok) {
+      await store.deleteEntry(childKey, { transcript: true });
+      await store.putSubagent({
+        ...record,
+        status: "done",
+        outcome: "error",
+        error: bound.error,
+        endedAt: clock.now(),
+      });
+      return { status: "error", code: "thread_unavailable", error: bound.error };
+    }
+  }
+  const timeoutSeconds = params.runTimeoutSeconds ?? defaults.runTimeoutSeconds;
+  const { run } = await startRun(ctx, {
+    runId,
+    sessionKey: childKey,
+    kind: "subagent",
+    input: {
+      role: "user",
+      content: params.task,
+      ts: clock.now(),
+      provenance: interSession(tool.requesterKey, await channelFor(ctx, tool.requesterKey), "sessions_spawn"),
+    },
+    system: [
+      `You are a sub-agent spawned by ${tool.requesterKey}. Do the task; your final reply is reported back to it.`,
+    ],
+    tools: toolContextFor(ctx, child, childKey, tool.sandboxed),
+    ...(timeoutSeconds > 0 ? { timeoutMs: timeoutSeconds * 1000 } : {}),
+    ...(model === undefined ? {} : { model }),
+    ...(params.thinking === undefined ? {} : { thinking: params.thinking }),
+    subagentSlot: true,
+    onSettled: (finished) => subagentFinished(ctx, childKey, finished),
+  });
+  return { status: "accepted", runId: run.runId, childSessionKey: childKey, mode: params.mode };
+}
