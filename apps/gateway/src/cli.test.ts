@@ -1,9 +1,10 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { createGatewayClient } from "@sessions/gateway-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatTable } from "./table.js";
 
@@ -17,6 +18,7 @@ const token = "cli-test-token";
 let server: ChildProcess;
 let url = "";
 let serverLog = "";
+const serveProcesses = new Set<ChildProcess>();
 
 function startServer(args: string[]): Promise<{ child: ChildProcess; url: string }> {
   return startServerWithEnv(args, { SESSIONS_GATEWAY_TOKEN: token });
@@ -34,6 +36,7 @@ function startServerWithEnv(
       env: { ...base, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    serveProcesses.add(child);
     child.stdout?.on("data", (d) => {
       serverLog += String(d);
       log += String(d);
@@ -79,6 +82,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   server?.kill("SIGKILL");
+  for (const child of serveProcesses) child.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -195,6 +199,66 @@ describe("sessions-gateway", () => {
     expect(invalid.stderr.trim()).toBe(
       "sessions-gateway: Invalid gateway settings: gateway.tokens[0].token: tokens must be at least 8 characters",
     );
+  });
+
+  it("refuses a second serve on the same --db in one line naming the holder, until the holder dies", async () => {
+    const db = join(dir, "owned.db");
+    const runner = join(dir, "slow-runner.mjs");
+    writeFileSync(
+      runner,
+      'export default { async run(request) { await new Promise((r) => setTimeout(r, 2500)); return { reply: "slow: " + request.input.content }; } };\n',
+    );
+    const first = await startServer(["--port", "0", "--db", db, "--runner", runner]);
+    const started = Date.now();
+    const client = createGatewayClient({ url: first.url, token, reconnect: false });
+    try {
+      const held = await client.agent({ message: "held", idempotencyKey: "owned-1" });
+
+      let refused: { code: number | null; killed: boolean; stderr: string } | undefined;
+      try {
+        await run(process.execPath, ["--import", "tsx", cli, "serve", "--port", "0", "--db", db], {
+          cwd: here,
+          env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
+          timeout: 10_000,
+        });
+      } catch (error) {
+        refused = error as { code: number | null; killed: boolean; stderr: string };
+      }
+      expect(refused, "the second serve must not start").toBeDefined();
+      expect(refused?.killed).toBe(false);
+      expect(refused?.code).toBe(1);
+      const lines = refused?.stderr.trim().split("\n") ?? [];
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^sessions-gateway: SQLite store .*owned\\.db is in use by pid ${first.child.pid} on host ${hostname()} since (\\S+)`,
+        ),
+      );
+      const since = Date.parse(/ since (\S+?)[ ,]/.exec(lines[0] as string)?.[1] ?? "");
+      expect(Math.abs(since - started)).toBeLessThan(60_000);
+
+      // The holder never noticed: it still answers, and the run it had in flight ends normally.
+      expect(await client.agents.list()).toMatchObject({ defaultId: "main" });
+      expect(await client.agentWait({ runId: held.runId, timeoutMs: 15_000 })).toMatchObject({
+        status: "ok",
+        reply: "slow: held",
+      });
+
+      first.child.kill("SIGKILL");
+      await new Promise((resolve) => first.child.once("exit", resolve));
+      const restartedAt = Date.now();
+      const restarted = await startServer(["--port", "0", "--db", db]);
+      expect(Date.now() - restartedAt).toBeLessThan(10_000);
+      const after = createGatewayClient({ url: restarted.url, token, reconnect: false });
+      try {
+        expect(await after.agentWait({ runId: held.runId, timeoutMs: 0 })).toMatchObject({ status: "ok" });
+      } finally {
+        await after.close();
+      }
+    } finally {
+      await client.close();
+      first.child.kill("SIGKILL");
+    }
   });
 
   it("drains and exits 0 on SIGTERM, telling clients shutdown", async () => {

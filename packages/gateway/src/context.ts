@@ -6,7 +6,7 @@ import type { GatewayEvent } from "./gateway.js";
 import type { Lanes } from "./lanes.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { RunTable } from "./runs/run-table.js";
-import type { SessionStore } from "./store/types.js";
+import type { RunRecord, SessionStore } from "./store/types.js";
 
 /** The chat platforms this gateway can deliver to, by canonical channel id, and the aliases users type. */
 export interface Channels {
@@ -32,6 +32,8 @@ export interface Locks {
  * reaches another module only through its exported functions, each of which takes this context.
  */
 export interface GatewayContext {
+  /** This gateway instance's id: runs and outbox claims carry it; its lease says it is alive. */
+  readonly owner: string;
   readonly config: SessionsConfig;
   readonly store: SessionStore;
   readonly clock: Clock;
@@ -50,4 +52,6 @@ export interface GatewayContext {
   /** How many recent messages a run sees. */
   readonly historyWindow: number;
   emit(event: GatewayEvent): void;
+  /** Told of every run as soon as it is recorded, before it can emit an event (the server routes by it). */
+  onRunCreated?(run: RunRecord): void;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   type GatewayMethodName,
   normalizeChannelId,
@@ -15,8 +16,10 @@ import { receive } from "./inbound/receive.js";
 import { Lanes } from "./lanes.js";
 import { dispatch } from "./methods/index.js";
 import { callTool } from "./methods/tools.js";
+import { holdGatewayLease } from "./runs/ownership.js";
 import { recoverRuns } from "./runs/recovery.js";
 import { RunTable } from "./runs/run-table.js";
+import { isFinal } from "./runs/wait.js";
 import { type GatewayServer, listenGateway } from "./server.js";
 import { operatorKey } from "./sessions/entries.js";
 import { createSqliteStore } from "./store/sqlite.js";
@@ -89,7 +92,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
   };
 
+  const owner = randomUUID();
   const ctx: GatewayContext = {
+    owner,
     config,
     store,
     clock,
@@ -103,6 +108,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       adapters: channels.adapters,
       sendPolicy: () => config.session.sendPolicy,
       options: options.outbox ?? {},
+      owner,
       onFinal: (record) => {
         emit({ type: "delivery", record });
         if (record.kind === "subagent_announce") tasks.track(cleanupAfterAnnounce(ctx, record));
@@ -121,7 +127,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     emit,
   };
 
+  // Waits end on the store's change feed, so a run that ends anywhere (here or in another process) wakes them.
+  const unwatch = store.watch((change) => {
+    if (change.type !== "run" || !isFinal(change.status) || !ctx.runs.isAwaited(change.runId)) return;
+    store.getRun(change.runId).then(
+      (run) => run !== undefined && ctx.runs.settle(run),
+      (error) => logger.warn("run re-read failed", { runId: change.runId, error: String(error) }),
+    );
+  });
+  let lease: { release(): Promise<void> } | undefined;
   const ready = (async () => {
+    lease = await holdGatewayLease(ctx);
     await recoverRuns(ctx);
     await ctx.outbox.replay();
     await sweepArchive(ctx);
@@ -224,6 +240,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       ctx.timers.archive.stop();
       ctx.timers.bindings.stop();
       await Promise.allSettled([...background]);
+      unwatch();
+      await lease?.release();
       await store.close();
     },
   };

@@ -16,6 +16,11 @@ export class Lanes {
     return result;
   }
 
+  /** True when nothing runs or waits on `key`: a task added now starts at once. */
+  isIdle(key: string): boolean {
+    return !this.tails.has(key);
+  }
+
   get size(): number {
     return this.tails.size;
   }

@@ -8,7 +8,7 @@ import {
 } from "@sessions/core";
 import type { ChannelAdapterV1, DeliveryTarget } from "../adapter.js";
 import { type Clock, createDeadlineTimer } from "../clock.js";
-import type { DeliveryKind, DeliveryRecord, SessionStore } from "../store/types.js";
+import type { DeliveryKind, DeliveryRecord, SessionStore, StoreOps } from "../store/types.js";
 
 export interface OutboxOptions {
   /** Attempts before a delivery is marked `failed` (default 6). */
@@ -27,7 +27,15 @@ export interface OutboxDeps {
   adapters: ReadonlyMap<string, ChannelAdapterV1>;
   sendPolicy: () => SendPolicyConfig;
   onFinal: (record: DeliveryRecord) => void;
+  /** This gateway instance: it claims deliveries under this name (see `SessionStore.claimDeliveries`). */
+  owner: string;
   options?: OutboxOptions;
+}
+
+/** A delivery written inside a unit of work: call `committed()` once the unit has committed, to send it. */
+export interface RecordedDelivery {
+  record: DeliveryRecord;
+  committed(): void;
 }
 
 export interface EnqueueDelivery {
@@ -73,8 +81,16 @@ export function createOutbox(deps: OutboxDeps) {
     return Math.round(raw * (0.8 + Math.random() * 0.4));
   }
 
+  const leaseMs = attemptTimeout * 2;
+  const heldByOther = (record: DeliveryRecord) =>
+    record.leaseOwner !== undefined &&
+    record.leaseOwner !== deps.owner &&
+    (record.leaseUntil ?? 0) > clock.now();
+
   async function finish(record: DeliveryRecord, patch: Partial<DeliveryRecord>): Promise<DeliveryRecord> {
-    const next = { ...record, ...patch, updatedAt: clock.now() };
+    // The claim ends with the attempt: a retry is claimed afresh when it is due, by whichever gateway comes first.
+    const { leaseOwner: _owner, leaseUntil: _until, ...unleased } = record;
+    const next = { ...unleased, ...patch, updatedAt: clock.now() };
     await store.putDelivery(next);
     if (next.status !== "queued") deps.onFinal(next);
     return next;
@@ -85,7 +101,7 @@ export function createOutbox(deps: OutboxDeps) {
     inFlight.add(id);
     try {
       const record = await store.getDelivery(id);
-      if (record === undefined || record.status !== "queued") return;
+      if (record === undefined || record.status !== "queued" || heldByOther(record)) return;
       if (record.kind !== "notice") {
         const entry = await store.getEntry(record.sessionKey);
         const explanation = explainSendPolicy({
@@ -156,46 +172,58 @@ export function createOutbox(deps: OutboxDeps) {
 
   async function pump(): Promise<void> {
     if (stopped) return;
-    const queued = await store.listQueuedDeliveries(100);
     const now = clock.now();
-    for (const record of queued) {
-      if (record.nextAttemptAt <= now) void track(record.id);
-      else {
-        schedule(record.nextAttemptAt);
-        break;
-      }
+    const claimed = await store.claimDeliveries({ owner: deps.owner, now, ttlMs: leaseMs, limit: 100 });
+    for (const record of claimed) void track(record.id);
+    // A full claim means more may be due behind it; otherwise wake for the next one not yet due.
+    if (claimed.length === 100) schedule(now + 10);
+    const next = (await store.listQueuedDeliveries(100)).find((record) => record.nextAttemptAt > now);
+    if (next !== undefined) schedule(next.nextAttemptAt);
+  }
+
+  /** Writes a delivery through `tx` (the store itself by default), claimed by this gateway, not yet sent. */
+  async function record(input: EnqueueDelivery, tx: StoreOps = store): Promise<RecordedDelivery> {
+    const now = clock.now();
+    const fresh: DeliveryRecord = {
+      id: randomUUID(),
+      idempotencyKey: input.idempotencyKey,
+      kind: input.kind,
+      sessionKey: input.sessionKey,
+      channel: input.target.channel,
+      to: input.target.to,
+      text: input.text,
+      status: input.suppressedReason === undefined ? "queued" : "suppressed",
+      attempts: 0,
+      nextAttemptAt: now,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (input.runId !== undefined) fresh.runId = input.runId;
+    if (input.target.accountId !== undefined) fresh.accountId = input.target.accountId;
+    if (input.target.threadId !== undefined) fresh.threadId = input.target.threadId;
+    if (input.suppressedReason !== undefined) fresh.lastError = input.suppressedReason;
+    if (fresh.status === "queued") {
+      fresh.leaseOwner = deps.owner;
+      fresh.leaseUntil = now + leaseMs;
     }
-    // A full page that is all due means more may be waiting behind it; otherwise the timer above covers it.
-    const last = queued[queued.length - 1];
-    if (queued.length === 100 && last !== undefined && last.nextAttemptAt <= now) schedule(now + 10);
+    const { record: stored, created } = await tx.enqueueDelivery(fresh);
+    return {
+      record: stored,
+      committed() {
+        if (created && stored.status === "queued") void track(stored.id);
+        if (created && stored.status !== "queued") deps.onFinal(stored);
+      },
+    };
   }
 
   return {
+    /** Stores a delivery and starts sending it (deduplicated by its idempotency key). */
     async enqueue(input: EnqueueDelivery): Promise<DeliveryRecord> {
-      const now = clock.now();
-      const record: DeliveryRecord = {
-        id: randomUUID(),
-        idempotencyKey: input.idempotencyKey,
-        kind: input.kind,
-        sessionKey: input.sessionKey,
-        channel: input.target.channel,
-        to: input.target.to,
-        text: input.text,
-        status: input.suppressedReason === undefined ? "queued" : "suppressed",
-        attempts: 0,
-        nextAttemptAt: now,
-        createdAt: now,
-        updatedAt: now,
-      };
-      if (input.runId !== undefined) record.runId = input.runId;
-      if (input.target.accountId !== undefined) record.accountId = input.target.accountId;
-      if (input.target.threadId !== undefined) record.threadId = input.target.threadId;
-      if (input.suppressedReason !== undefined) record.lastError = input.suppressedReason;
-      const { record: stored, created } = await store.enqueueDelivery(record);
-      if (created && stored.status === "queued") void track(stored.id);
-      if (created && stored.status !== "queued") deps.onFinal(stored);
-      return stored;
+      const recorded = await record(input);
+      recorded.committed();
+      return recorded.record;
     },
+    record,
     /** Replays everything queued (at start, after a restart). */
     replay: pump,
     /** Waits for attempts under way, at most `timeoutMs`. */

@@ -2,8 +2,7 @@ import { SessionsError } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import type { GatewayContext } from "../context.js";
 import type { AgentRunEvent } from "../runner/types.js";
-import { touchEntry } from "../sessions/entries.js";
-import type { RunRecord, StoredMessage } from "../store/types.js";
+import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
 import { buildTools } from "../tools/build.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
 import { RunAborted, RunTimeout } from "./run-table.js";
@@ -23,13 +22,17 @@ export async function executeRun(
   const { store, clock } = ctx;
   const release = spec.subagentSlot ? await ctx.runs.subagentSlots.acquire() : undefined;
   let timer: unknown;
-  let run: RunRecord = { ...queued, status: "running", startedAt: clock.now() };
+  let run: RunRecord = { ...queued, status: "running", startedAt: queued.startedAt ?? clock.now() };
+  let usage: RunUsage | undefined;
   try {
     if (ctx.tasks.closed) throw new SessionsError("unavailable", "gateway closed before the run started");
     if (controller.signal.aborted) throw controller.signal.reason;
-    const latest = await store.getRun(queued.runId);
-    if (latest !== undefined && latest.status !== "queued") return latest;
-    await store.putRun(run);
+    if (queued.status === "queued") {
+      // It waited behind another run: it may have been ended meanwhile (recovery, delete); else it starts now.
+      const latest = await store.getRun(queued.runId);
+      if (latest !== undefined && latest.status !== "queued") return latest;
+      await store.putRun(run);
+    }
     emitStart(ctx, run);
     if (spec.timeoutMs !== undefined && spec.timeoutMs > 0) {
       const seconds = Math.round(spec.timeoutMs / 1000);
@@ -66,63 +69,100 @@ export async function executeRun(
       aborted,
     ]);
     const reply = typeof result?.reply === "string" ? result.reply : "";
-    if (reply.trim() !== "") {
-      await store.appendMessage(spec.sessionKey, {
-        role: "assistant",
-        content: reply,
-        ts: clock.now(),
-        runId: run.runId,
-      });
-    }
-    run = { ...run, status: "ok", endedAt: clock.now(), reply };
-    const usage = result?.usage;
-    if (usage !== undefined) run.usage = usage;
-    await touchEntry(ctx, spec.sessionKey, {
-      ...(usage?.inputTokens === undefined
-        ? {}
-        : { inputTokens: (entry?.inputTokens ?? 0) + usage.inputTokens }),
-      ...(usage?.outputTokens === undefined
-        ? {}
-        : { outputTokens: (entry?.outputTokens ?? 0) + usage.outputTokens }),
-      ...(usage?.totalTokens === undefined
-        ? {}
-        : { totalTokens: (entry?.totalTokens ?? 0) + usage.totalTokens }),
-      ...(entry?.abortedLastRun ? { abortedLastRun: false } : {}),
-      systemSent: true,
-    });
+    usage = result?.usage;
+    run = { ...run, status: "ok", endedAt: clock.now(), reply, ...(usage === undefined ? {} : { usage }) };
   } catch (error) {
     const reason = controller.signal.aborted ? controller.signal.reason : error;
     const endedAt = clock.now();
     if (reason instanceof RunTimeout) run = { ...run, status: "timeout", error: reason.message, endedAt };
     else if (reason instanceof RunAborted)
       run = { ...run, status: "aborted", error: reason.message, endedAt };
-    else
-      run = {
-        ...run,
-        status: "error",
-        error: error instanceof Error ? error.message : String(error),
-        endedAt,
-      };
-    if (run.status === "aborted") await touchEntry(ctx, spec.sessionKey, { abortedLastRun: true });
+    else {
+      const message = error instanceof Error ? error.message : String(error);
+      run = { ...run, status: "error", error: message, endedAt };
+    }
   } finally {
     if (timer !== undefined) clock.clearTimeout(timer);
     ctx.runs.unregister(queued.runId);
     release?.();
   }
-  // The reply is queued before the run is recorded as ok, so a crash in between cannot lose it.
-  if (run.status === "ok" && run.reply && run.deliverTo?.channel && run.deliverTo.to) {
-    await ctx.outbox.enqueue({
-      idempotencyKey: `reply:${run.runId}`,
-      kind: "reply",
-      sessionKey: run.sessionKey,
-      runId: run.runId,
-      target: run.deliverTo as DeliveryTarget,
-      text: run.reply,
-    });
-  }
-  await store.putRun(run);
+  run = await recordEnd(ctx, run, usage);
   emitFinal(ctx, run);
   ctx.runs.settle(run);
   if (spec.onSettled !== undefined) ctx.tasks.track(spec.onSettled(run));
   return run;
+}
+
+/** Usage adds up on the session entry. */
+function addUsage(entry: StoredEntry, usage: RunUsage | undefined): StoredEntry {
+  const next = { ...entry };
+  if (usage?.inputTokens !== undefined) next.inputTokens = (entry.inputTokens ?? 0) + usage.inputTokens;
+  if (usage?.outputTokens !== undefined) next.outputTokens = (entry.outputTokens ?? 0) + usage.outputTokens;
+  if (usage?.totalTokens !== undefined) next.totalTokens = (entry.totalTokens ?? 0) + usage.totalTokens;
+  return next;
+}
+
+/**
+ * The end of a run as one unit of work: the reply message, the session's usage and flags, the reply's delivery
+ * and the run's final record commit together — so a queued reply is never lost and never queued twice.
+ */
+async function recordEnd(
+  ctx: GatewayContext,
+  run: RunRecord,
+  usage: RunUsage | undefined,
+): Promise<RunRecord> {
+  const { clock } = ctx;
+  try {
+    const delivery = await ctx.store.transaction(async (tx) => {
+      if (run.status === "ok" && run.reply !== undefined && run.reply.trim() !== "") {
+        await tx.appendMessage(run.sessionKey, {
+          role: "assistant",
+          content: run.reply,
+          ts: clock.now(),
+          runId: run.runId,
+        });
+      }
+      const entry = await tx.getEntry(run.sessionKey);
+      if (entry !== undefined) {
+        const next = run.status === "ok" ? addUsage(entry, usage) : { ...entry };
+        if (run.status === "ok") {
+          next.systemSent = true;
+          if (next.abortedLastRun) next.abortedLastRun = false;
+        }
+        if (run.status === "aborted") next.abortedLastRun = true;
+        await tx.putEntry({ ...next, updatedAt: clock.now() });
+      }
+      const recorded =
+        run.status === "ok" && run.reply && run.deliverTo?.channel && run.deliverTo.to
+          ? await ctx.outbox.record(
+              {
+                idempotencyKey: `reply:${run.runId}`,
+                kind: "reply",
+                sessionKey: run.sessionKey,
+                runId: run.runId,
+                target: run.deliverTo as DeliveryTarget,
+                text: run.reply,
+              },
+              tx,
+            )
+          : undefined;
+      await tx.putRun(run);
+      return recorded;
+    });
+    delivery?.committed();
+    ctx.emit({ type: "sessions.changed", key: run.sessionKey, reason: "updated" });
+    return run;
+  } catch (error) {
+    // Nothing of the end was recorded (storage full, store gone): say so, and try to end the run at least.
+    const message = error instanceof Error ? error.message : String(error);
+    ctx.logger.error("could not record the end of a run", { runId: run.runId, error: message });
+    const failed: RunRecord = {
+      ...run,
+      status: "error",
+      error: `could not record the run's end: ${message}`,
+    };
+    delete failed.reply;
+    await ctx.store.putRun(failed).catch(() => undefined);
+    return failed;
+  }
 }

@@ -87,6 +87,10 @@ export class RunTable {
     };
   }
 
+  isAwaited(runId: string): boolean {
+    return this.waiters.has(runId);
+  }
+
   /** Wakes everyone waiting on this run (it has ended). */
   settle(run: RunRecord): void {
     const set = this.waiters.get(run.runId);

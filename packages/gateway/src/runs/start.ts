@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { type DeliveryContext, parseSessionKey, SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
-import { touchEntry } from "../sessions/entries.js";
-import type { RunKind, RunRecord } from "../store/types.js";
+import { newEntry } from "../sessions/entries.js";
+import type { RunKind, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
 import type { ToolContext } from "../tools/tool-context.js";
 import { executeRun } from "./execute.js";
 
@@ -12,6 +12,8 @@ export interface RunSpec {
   runId?: string;
   followUp?: RunRecord["followUp"];
   sessionKey: string;
+  /** Creates the session with these fields if it does not exist yet (in the same unit of work as the run). */
+  createEntry?: Partial<StoredEntry>;
   kind: RunKind;
   input: TranscriptMessage;
   idempotencyKey?: string;
@@ -26,8 +28,9 @@ export interface RunSpec {
 }
 
 /**
- * Records the input message and a queued run, then queues it on its session's lane. With an idempotency key, a
- * repeat returns the first run (`created: false`) instead of starting another.
+ * Records a run as one unit of work — idempotency check, the input message, the run, the session touched — and
+ * queues it on its session's lane. A repeated idempotency key returns the first run (`created: false`): a crash
+ * can never leave the message without its run, so a retry after one finds either both or neither.
  */
 export async function startRun(
   ctx: GatewayContext,
@@ -35,36 +38,57 @@ export async function startRun(
 ): Promise<{ run: RunRecord; created: boolean }> {
   if (ctx.tasks.closed)
     throw new SessionsError("unavailable", "The gateway is closing", { retryAfterMs: 1000 });
-  const { store } = ctx;
-  const create = async (): Promise<{ run: RunRecord; created: boolean }> => {
-    if (spec.idempotencyKey !== undefined) {
-      const existing = await store.findRunByIdempotencyKey(spec.idempotencyKey);
-      if (existing !== undefined) return { run: existing, created: false };
-    }
-    const runId = spec.runId ?? randomUUID();
-    const stored = await store.appendMessage(spec.sessionKey, { ...spec.input, runId });
-    const run: RunRecord = {
-      runId,
-      sessionKey: spec.sessionKey,
-      agentId: parseSessionKey(spec.sessionKey)?.agentId ?? "main",
-      kind: spec.kind,
-      status: "queued",
-      createdAt: ctx.clock.now(),
-      inputSeq: stored.seq,
-    };
-    if (spec.idempotencyKey !== undefined) run.idempotencyKey = spec.idempotencyKey;
-    if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
-    if (spec.followUp !== undefined) run.followUp = spec.followUp;
-    await store.putRun(run);
-    await touchEntry(ctx, spec.sessionKey);
-    const controller = ctx.runs.register(runId, spec.sessionKey);
-    ctx.tasks.track(
-      ctx.runs.lanes.run(spec.sessionKey, () => executeRun(ctx, run, spec, stored, controller)),
-    );
-    return { run, created: true };
+  const create = async () => {
+    // An idle lane starts the run at once: record it running now and save the write that would say so later.
+    const startsNow = ctx.runs.lanes.isIdle(spec.sessionKey) && !spec.subagentSlot;
+    const created = await ctx.store.transaction(async (tx) => {
+      if (spec.idempotencyKey !== undefined) {
+        const existing = await tx.findRunByIdempotencyKey(spec.idempotencyKey);
+        if (existing !== undefined) return { run: existing, input: undefined, reason: undefined };
+      }
+      const now = ctx.clock.now();
+      const current = await tx.getEntry(spec.sessionKey);
+      const entry =
+        current ??
+        (spec.createEntry === undefined ? undefined : newEntry(ctx, spec.sessionKey, spec.createEntry));
+      if (entry !== undefined) await tx.putEntry({ ...entry, updatedAt: now });
+      const runId = spec.runId ?? randomUUID();
+      const input = await tx.appendMessage(spec.sessionKey, { ...spec.input, runId });
+      const run: RunRecord = {
+        runId,
+        sessionKey: spec.sessionKey,
+        agentId: parseSessionKey(spec.sessionKey)?.agentId ?? "main",
+        kind: spec.kind,
+        status: startsNow ? "running" : "queued",
+        createdAt: now,
+        ...(startsNow ? { startedAt: now } : {}),
+        inputSeq: input.seq,
+        owner: ctx.owner,
+      };
+      if (spec.idempotencyKey !== undefined) run.idempotencyKey = spec.idempotencyKey;
+      if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
+      if (spec.followUp !== undefined) run.followUp = spec.followUp;
+      await tx.putRun(run);
+      return {
+        run,
+        input,
+        reason: entry === undefined ? undefined : current === undefined ? "created" : "updated",
+      };
+    });
+    if (created.input === undefined) return { run: created.run, created: false };
+    schedule(ctx, spec, created.run, created.input);
+    if (created.reason !== undefined)
+      ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: created.reason });
+    return { run: created.run, created: true };
   };
   // Check-then-create under one lock per key, so concurrent retries of one request make one run.
   return spec.idempotencyKey === undefined
     ? create()
     : ctx.locks.idempotency.run(spec.idempotencyKey, create);
+}
+
+function schedule(ctx: GatewayContext, spec: RunSpec, run: RunRecord, input: StoredMessage): void {
+  const controller = ctx.runs.register(run.runId, spec.sessionKey);
+  ctx.onRunCreated?.(run);
+  ctx.tasks.track(ctx.runs.lanes.run(spec.sessionKey, () => executeRun(ctx, run, spec, input, controller)));
 }

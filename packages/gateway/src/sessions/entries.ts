@@ -12,7 +12,7 @@ import {
 import type { GatewayContext } from "../context.js";
 import type { StoredEntry } from "../store/types.js";
 
-type EntryContext = Pick<GatewayContext, "config" | "store" | "clock" | "locks" | "emit">;
+type EntryContext = Pick<GatewayContext, "config" | "store" | "clock" | "emit">;
 
 /** A key as given by an agent of `agentId`, in its stored form (`global` is main when the scope is global). */
 export function storeKey(ctx: Pick<GatewayContext, "config">, agentId: string, key: unknown): string {
@@ -76,36 +76,41 @@ export function newEntry(
   return entry;
 }
 
-/** Read-modify-write of one entry under its lock; `fn` returning undefined writes nothing. */
-export function updateEntry(
+/** Read-modify-write of one entry as one unit of work; `fn` returning undefined writes nothing. */
+export async function updateEntry(
   ctx: EntryContext,
   key: string,
   fn: (entry: StoredEntry | undefined) => StoredEntry | undefined,
   reason = "updated",
 ): Promise<StoredEntry | undefined> {
-  return ctx.locks.entries.run(key, async () => {
-    const current = await ctx.store.getEntry(key);
+  let changed = false;
+  const result = await ctx.store.transaction(async (tx) => {
+    const current = await tx.getEntry(key);
     const next = fn(current);
     if (next === undefined) return current;
     next.kind = kindOf(ctx, next);
-    await ctx.store.putEntry(next);
-    ctx.emit({ type: "sessions.changed", key, reason });
+    await tx.putEntry(next);
+    changed = true;
     return next;
   });
+  if (changed) ctx.emit({ type: "sessions.changed", key, reason });
+  return result;
 }
 
 /** The entry for `key`, created with `init` if it does not exist yet. */
-export function ensureEntry(
+export async function ensureEntry(
   ctx: EntryContext,
   key: string,
   init: Partial<StoredEntry> = {},
 ): Promise<StoredEntry> {
-  return updateEntry(
+  const existing = await ctx.store.getEntry(key);
+  if (existing !== undefined) return existing;
+  return (await updateEntry(
     ctx,
     key,
     (entry) => (entry === undefined ? newEntry(ctx, key, init) : undefined),
     "created",
-  ) as Promise<StoredEntry>;
+  )) as StoredEntry;
 }
 
 /** Bumps `updatedAt` (and applies `patch`) on an existing entry. */
@@ -152,13 +157,13 @@ export async function channelFor(
   );
 }
 
-/** Removes a session and its transcript under the entry lock, and says so. */
+/** Removes a session and its transcript, and says so. */
 export async function deleteSession(
-  ctx: Pick<GatewayContext, "store" | "locks" | "emit">,
+  ctx: Pick<GatewayContext, "store" | "emit">,
   key: string,
   transcript = true,
 ): Promise<boolean> {
-  const deleted = await ctx.locks.entries.run(key, () => ctx.store.deleteEntry(key, { transcript }));
+  const deleted = await ctx.store.deleteEntry(key, { transcript });
   if (deleted) ctx.emit({ type: "sessions.changed", key, reason: "deleted" });
   return deleted;
 }

@@ -43,7 +43,7 @@ export function toolContextFor(
 
 /** Records that a session is sandboxed from now on (a no-op when it already is, or does not exist). */
 export async function markSandboxed(
-  ctx: Pick<GatewayContext, "config" | "store" | "clock" | "locks" | "emit">,
+  ctx: Pick<GatewayContext, "config" | "store" | "clock" | "emit">,
   key: string,
 ): Promise<StoredEntry | undefined> {
   return updateEntry(

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { SessionsError } from "@sessions/core";
+import { holderGone, leaseHolderData } from "../lease-liveness.js";
 import type { AcquireLease, AcquireLeaseResult, Lease } from "../types.js";
 
 /** The lease that makes one process the owner of a SQLite file. */
@@ -18,25 +19,6 @@ export interface FileOwnership {
   /** Set when another process took the file over (this one stalled past its lease): writes must stop. */
   readonly lost: SessionsError | undefined;
   release(): void;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code !== "ESRCH";
-  }
-}
-
-/** A holder that died on this host frees the file at once; one on another host only when its lease lapses. */
-export function holderGone(holder: Lease, now: number): boolean {
-  if (holder.expiresAt <= now) return true;
-  const pid = holder.data?.pid;
-  return (
-    holder.data?.host === hostname() && typeof pid === "number" && Number.isInteger(pid) && !pidAlive(pid)
-  );
 }
 
 export function inUseError(file: string, holder: Lease): SessionsError {
@@ -67,7 +49,7 @@ export function claimFileOwnership(
       owner,
       ttlMs: OWNER_TTL_MS,
       now,
-      data: { pid: process.pid, host: hostname() },
+      data: leaseHolderData(),
     });
     if (result.acquired || !holderGone(result.holder, now)) return result;
     leases.releaseLease(OWNER_LEASE, result.holder.owner);
@@ -76,7 +58,7 @@ export function claimFileOwnership(
       owner,
       ttlMs: OWNER_TTL_MS,
       now,
-      data: { pid: process.pid, host: hostname() },
+      data: leaseHolderData(),
     });
   };
 
