@@ -1,0 +1,71 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { afterAll, describe, expect, it } from "vitest";
+import { createGateway } from "../create-gateway.js";
+import { createScriptedRunner } from "../runner/scripted.js";
+import type { SessionStore, StoreOps } from "../store/types.js";
+import { cleanupDirs, openStore } from "../test-kit.js";
+
+afterAll(cleanupDirs);
+
+const WRITES = new Set([
+  "putEntry",
+  "deleteEntry",
+  "appendMessage",
+  "putRun",
+  "enqueueDelivery",
+  "putDelivery",
+  "putRoute",
+  "putSubagent",
+  "putThreadBinding",
+  "deleteThreadBinding",
+  "acquireLease",
+  "renewLease",
+  "releaseLease",
+  "claimDeliveries",
+]);
+
+/** The real SQLite store, counting write transactions: each `transaction`, and each write made outside one. */
+function countingStore(store: SessionStore) {
+  const inside = new AsyncLocalStorage<true>();
+  const counter = { writes: 0 };
+  const proxy = new Proxy(store, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver);
+      if (typeof value !== "function") return value;
+      if (name === "transaction") {
+        return <T>(work: (tx: StoreOps) => Promise<T>) => {
+          if (inside.getStore() !== true) counter.writes++;
+          return target.transaction((tx) => inside.run(true, () => work(tx)));
+        };
+      }
+      return (...args: unknown[]) => {
+        if (WRITES.has(String(name)) && inside.getStore() !== true) counter.writes++;
+        return value.apply(target, args);
+      };
+    },
+  });
+  return { store: proxy, counter };
+}
+
+describe("write budget", () => {
+  it("a scripted run costs at most two write transactions on the SQLite store", async () => {
+    const { store, counter } = countingStore(openStore("sqlite").store);
+    const runner = createScriptedRunner({ agents: { main: (turn) => `echo: ${turn.text}` } });
+    const gateway = createGateway({ runner, store });
+    await gateway.ready;
+    const first = await gateway.chat.send({ sessionKey: "main", message: "warm up", idempotencyKey: "k0" });
+    await gateway.agentWait({ runId: first.runId, timeoutMs: 5000 });
+    const before = counter.writes;
+    const runs = 20;
+    for (let i = 1; i <= runs; i++) {
+      const sent =
+        i % 2 === 0
+          ? await gateway.chat.send({ sessionKey: "main", message: `m${i}`, idempotencyKey: `k${i}` })
+          : await gateway.agent({ sessionKey: "main", message: `m${i}`, idempotencyKey: `k${i}` });
+      const waited = await gateway.agentWait({ runId: sent.runId, timeoutMs: 5000 });
+      expect(waited).toMatchObject({ status: "ok", reply: `echo: m${i}` });
+    }
+    expect((counter.writes - before) / runs).toBeLessThanOrEqual(2);
+    await gateway.close();
+  });
+});
