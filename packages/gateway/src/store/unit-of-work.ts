@@ -57,8 +57,21 @@ export function createUnitCoordinator(hooks: UnitHooks, core: SyncStoreOps): Uni
   const context = new AsyncLocalStorage<Unit>();
   const listeners = new Set<(change: StoreChange) => void>();
   let active: RootUnit | undefined;
-  let gate: Promise<void> = Promise.resolve();
-  let openGate = () => {};
+  // Callers waiting for the open unit, in arrival order. A commit wakes plain operations up to the next waiting
+  // transaction and that transaction only — never everyone (with hundreds waiting, that would be quadratic).
+  const waiting: { unit: boolean; wake: () => void }[] = [];
+  const wait = (unit: boolean, front = false) =>
+    new Promise<void>((wake) => {
+      if (front) waiting.unshift({ unit, wake });
+      else waiting.push({ unit, wake });
+    });
+  function handOff(): void {
+    while (waiting.length > 0 && active === undefined) {
+      const next = waiting.shift() as { unit: boolean; wake: () => void };
+      next.wake();
+      if (next.unit) return;
+    }
+  }
 
   const blocked = () => active !== undefined && context.getStore()?.root !== active;
 
@@ -123,11 +136,12 @@ export function createUnitCoordinator(hooks: UnitHooks, core: SyncStoreOps): Uni
 
   return {
     blocked,
-    idle: () => gate,
+    idle: () => (active === undefined ? Promise.resolve() : wait(false)),
     async transaction(work) {
       const parent = context.getStore();
       if (parent !== undefined && parent.root === active && !parent.done) return nested(parent, work);
-      while (active !== undefined) await gate;
+      // A woken transaction keeps its place if another slipped in before it resumed.
+      for (let first = true; active !== undefined; first = false) await wait(true, !first);
       const root: RootUnit = {
         get root() {
           return root;
@@ -139,13 +153,10 @@ export function createUnitCoordinator(hooks: UnitHooks, core: SyncStoreOps): Uni
       };
       hooks.begin();
       active = root;
-      gate = new Promise<void>((resolve) => {
-        openGate = resolve;
-      });
       const finish = () => {
         root.done = true;
         active = undefined;
-        openGate();
+        handOff();
       };
       const abort = (error: unknown) => {
         try {
@@ -187,7 +198,7 @@ export function createUnitCoordinator(hooks: UnitHooks, core: SyncStoreOps): Uni
       const guarded: Record<string, unknown> = {};
       for (const [name, fn] of Object.entries(fns)) {
         guarded[name] = async (...args: unknown[]) => {
-          while (blocked()) await gate;
+          while (blocked()) await wait(false);
           check();
           return fn(...args);
         };
