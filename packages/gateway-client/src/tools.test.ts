@@ -71,13 +71,16 @@ describe("createSessionTools", () => {
       status: "error",
       code: "invalid_params",
     });
-    const sandboxed = createSessionTools(client, {
-      requesterKey: "main",
-      sandboxed: true,
-      only: ["sessions_list"],
-    });
-    const seen = (await sandboxed[0]?.execute({})) as { sessions: { key: string }[] };
-    expect(seen.sessions.map((s) => s.key)).toEqual(["main"]);
+    const ops = "agent:main:chat:group:ops";
+    const listAs = async (requesterKey: string, sandboxed: boolean) => {
+      const [list] = createSessionTools(client, { requesterKey, sandboxed, only: ["sessions_list"] });
+      if (list === undefined) throw new Error("sessions_list missing");
+      return ((await list.execute({})) as { sessions: { key: string }[] }).sessions.map((s) => s.key);
+    };
+    expect(await listAs(ops, true)).toEqual([ops]);
+    // Sandboxing sticks to the session it was asked for, and only to that one.
+    expect(await listAs(ops, false)).toEqual([ops]);
+    expect((await listAs("main", false)).sort()).toEqual([ops, "main"]);
   });
 });
 
