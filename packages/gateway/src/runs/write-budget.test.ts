@@ -2,27 +2,12 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { afterAll, describe, expect, it } from "vitest";
 import { createGateway } from "../create-gateway.js";
 import { createScriptedRunner } from "../runner/scripted.js";
-import type { SessionStore, StoreOps } from "../store/types.js";
+import { LEASE_WRITES, type SessionStore, STORE_WRITES, type StoreOps } from "../store/types.js";
 import { cleanupDirs, openStore } from "../test-kit.js";
 
 afterAll(cleanupDirs);
 
-const WRITES = new Set([
-  "putEntry",
-  "deleteEntry",
-  "appendMessage",
-  "putRun",
-  "enqueueDelivery",
-  "putDelivery",
-  "putRoute",
-  "putSubagent",
-  "putThreadBinding",
-  "deleteThreadBinding",
-  "acquireLease",
-  "renewLease",
-  "releaseLease",
-  "claimDeliveries",
-]);
+const WRITES = new Set<string>([...STORE_WRITES, ...LEASE_WRITES]);
 
 /** The real SQLite store, counting write transactions: each `transaction`, and each write made outside one. */
 function countingStore(store: SessionStore) {

@@ -284,3 +284,25 @@ export interface SessionStore extends StoreOps {
 
   close(): Promise<void>;
 }
+
+/** The `StoreOps` that write: a store wraps these for write errors; tests count them. */
+export const STORE_WRITES = [
+  "putEntry",
+  "deleteEntry",
+  "appendMessage",
+  "putRun",
+  "enqueueDelivery",
+  "putDelivery",
+  "putRoute",
+  "putSubagent",
+  "putThreadBinding",
+  "deleteThreadBinding",
+] as const satisfies readonly (keyof StoreOps)[];
+
+/** The `SessionStore` lease and claim calls, which write too. */
+export const LEASE_WRITES = [
+  "acquireLease",
+  "renewLease",
+  "releaseLease",
+  "claimDeliveries",
+] as const satisfies readonly (keyof SessionStore)[];

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { SessionsError } from "@sessions/core";
 import Database from "better-sqlite3";
 import { holderGone } from "../lease-liveness.js";
-import type { Lease, SessionStore } from "../types.js";
+import { LEASE_WRITES, type Lease, type SessionStore, STORE_WRITES } from "../types.js";
 import { createUnitCoordinator, type UnitHooks } from "../unit-of-work.js";
 import { createSqliteOperations } from "./operations.js";
 import { claimFileOwnership, type FileOwnership, inUseError, OWNER_LEASE } from "./ownership.js";
@@ -22,20 +22,6 @@ export interface SqliteStoreOptions {
   /** Cap the database size in pages, for tests and quotas: a write past it fails with `storage_full`. */
   maxPageCount?: number;
 }
-
-const WRITES = [
-  "putEntry",
-  "deleteEntry",
-  "appendMessage",
-  "putRun",
-  "enqueueDelivery",
-  "putDelivery",
-  "putRoute",
-  "putSubagent",
-  "putThreadBinding",
-  "deleteThreadBinding",
-] as const;
-const LEASE_WRITES = ["acquireLease", "renewLease", "releaseLease", "claimDeliveries"] as const;
 
 const statementCounts = new WeakMap<SessionStore, () => number>();
 
@@ -108,7 +94,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       const s = prepareStatements(db);
       const lists = createListStatements(db);
       const ops = createSqliteOperations(db, s, lists, (change) => coordinator.emit(change));
-      const core = withWriteErrors(ops.core, WRITES, file);
+      const core = withWriteErrors(ops.core, STORE_WRITES, file);
       const leases = withWriteErrors(ops.leases, LEASE_WRITES, file);
       const hooks: UnitHooks = {
         begin() {
