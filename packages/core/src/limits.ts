@@ -23,6 +23,8 @@ export const LIMITS = {
   label: 200,
   /** The free-text `search` filter of `sessions.list`. */
   search: 200,
+  /** Items in `keys` or `runIds` of one `sessions.subscribe` / `sessions.unsubscribe` call. */
+  subscriptions: 256,
   /** Items in a `kinds` filter (six kinds exist; duplicates are tolerated up to this). */
   kinds: 16,
   /** Items in `connect` `scopes`. */

@@ -21,6 +21,14 @@ function withPath(base: Json, path: string, value: unknown): Json {
   return { ...base, [head]: withPath((base[head] as Json | undefined) ?? {}, rest.join("."), value) };
 }
 
+/** `value` at `field`; a field ending in `[]` is the first item of that array. */
+function place(base: Json, field: string, value: unknown): Json {
+  return field.endsWith("[]") ? withPath(base, field.slice(0, -2), [value]) : withPath(base, field, value);
+}
+
+/** The field an error names for `field` (`keys[]` → `keys[0]`). */
+const named = (field: string) => (field.endsWith("[]") ? `${field.slice(0, -2)}[0]` : field);
+
 /** Every string (`maxLength`) and array (`maxItems`) leaf of a JSON Schema, by dotted path; enums excluded. */
 function boundedLeaves(node: Json, path = ""): { path: string; max: number | undefined }[] {
   if (Array.isArray(node.anyOf)) return (node.anyOf as Json[]).flatMap((n) => boundedLeaves(n, path));
@@ -111,6 +119,14 @@ const CASES: readonly Case[] = [
   ["deliveries.list", "runId", "id"],
   ["sessions.tools.call", "requesterKey", "key"],
   ["sessions.tools.call", "name", "id"],
+  ["sessions.subscribe", "keys", "subscriptions", "main"],
+  ["sessions.subscribe", "keys[]", "key"],
+  ["sessions.subscribe", "runIds", "subscriptions", "r1"],
+  ["sessions.subscribe", "runIds[]", "id"],
+  ["sessions.unsubscribe", "keys", "subscriptions", "main"],
+  ["sessions.unsubscribe", "keys[]", "key"],
+  ["sessions.unsubscribe", "runIds", "subscriptions", "r1"],
+  ["sessions.unsubscribe", "runIds[]", "id"],
 ];
 
 function sized(length: number, item: unknown): unknown {
@@ -155,11 +171,11 @@ describe("METHOD_PARAMS limits", () => {
     (method, field, limit, item) => {
       const base = baseFor(method, field);
       const max = LIMITS[limit];
-      expect(() => parseMethodParams(method, withPath(base, field, sized(max, item)))).not.toThrow();
-      const error = methodError(method, withPath(base, field, sized(max + 1, item)));
+      expect(() => parseMethodParams(method, place(base, field, sized(max, item)))).not.toThrow();
+      const error = methodError(method, place(base, field, sized(max + 1, item)));
       expect(error.code).toBe("invalid_params");
-      expect(error.field).toBe(field);
-      expect(error.message).toContain(field);
+      expect(error.field).toBe(named(field));
+      expect(error.message).toContain(named(field));
     },
   );
 
@@ -175,6 +191,20 @@ describe("METHOD_PARAMS limits", () => {
     });
   });
 
+  it("takes sessions.subscribe bare, with all: true, with session keys or with run ids", () => {
+    for (const method of ["sessions.subscribe", "sessions.unsubscribe"] as const) {
+      expect(parseMethodParams(method, undefined)).toEqual({});
+      expect(parseMethodParams(method, { all: true })).toEqual({ all: true });
+      expect(parseMethodParams(method, { keys: [" main "], runIds: ["r1"] })).toEqual({
+        keys: ["main"],
+        runIds: ["r1"],
+      });
+      expect(methodError(method, { all: false })).toMatchObject({ field: "all" });
+      expect(methodError(method, { keys: [""] })).toMatchObject({ field: "keys[0]" });
+      expect(methodError(method, { junk: 1 })).toMatchObject({ code: "invalid_params" });
+    }
+  });
+
   it("an oversize string or array anywhere is only ever invalid_params naming its field", () => {
     fc.assert(
       fc.property(
@@ -185,9 +215,9 @@ describe("METHOD_PARAMS limits", () => {
           const [method, field, limit, item] = testCase;
           const length = LIMITS[limit] + over;
           const value = item === undefined ? char.repeat(length) : sized(length, item);
-          const error = methodError(method, withPath(baseFor(method, field), field, value));
+          const error = methodError(method, place(baseFor(method, field), field, value));
           expect(error.code).toBe("invalid_params");
-          expect(error.field).toBe(field);
+          expect(error.field).toBe(named(field));
         },
       ),
       { numRuns: 200 },

@@ -212,7 +212,16 @@ export const ToolsCallMethodParams = z.strictObject({
   params: z.unknown().optional(),
 });
 
-export const SessionsSubscribeMethodParams = z.strictObject({});
+/**
+ * `sessions.subscribe` / `sessions.unsubscribe` on one connection. Bare (`{}`): every run, session and delivery
+ * event (unsubscribe: every session and `all`). `all: true`: everything; `keys`: those sessions' runs and changes;
+ * `runIds`: those runs while they are under way.
+ */
+export const SessionsSubscribeMethodParams = z.strictObject({
+  all: z.literal(true).optional(),
+  keys: z.array(key).max(LIMITS.subscriptions).optional(),
+  runIds: z.array(z.string().trim().min(1).max(LIMITS.id)).max(LIMITS.subscriptions).optional(),
+});
 
 export const METHOD_PARAMS = {
   "sessions.list": SessionsListMethodParams,
@@ -337,6 +346,15 @@ export const AgentWaitPayloadSchema = z.looseObject({
 });
 export type AgentWaitPayload = z.infer<typeof AgentWaitPayloadSchema>;
 
+/** `subscribed`: any subscription left; `keys`: the keys the call named, stored form; `runIds`: those under way. */
+export const SubscriptionPayloadSchema = z.looseObject({
+  ok: z.literal(true),
+  subscribed: z.boolean(),
+  all: z.boolean().optional(),
+  keys: z.array(z.string()).optional(),
+  runIds: z.array(z.string()).optional(),
+});
+
 export const METHOD_PAYLOADS = {
   "sessions.list": SessionsListPayloadSchema,
   "sessions.resolve": z.looseObject({ ok: z.literal(true), key: z.string() }),
@@ -373,8 +391,8 @@ export const METHOD_PAYLOADS = {
   "deliveries.get": DeliveryRecordSchema,
   "deliveries.list": z.looseObject({ deliveries: z.array(DeliveryRecordSchema) }),
   "sessions.tools.call": z.unknown(),
-  "sessions.subscribe": z.looseObject({ ok: z.literal(true), subscribed: z.boolean() }),
-  "sessions.unsubscribe": z.looseObject({ ok: z.literal(true), subscribed: z.boolean() }),
+  "sessions.subscribe": SubscriptionPayloadSchema,
+  "sessions.unsubscribe": SubscriptionPayloadSchema,
 } as const satisfies Record<GatewayMethodName, z.ZodType>;
 
 export type MethodPayload<M extends GatewayMethodName> = z.output<(typeof METHOD_PAYLOADS)[M]>;

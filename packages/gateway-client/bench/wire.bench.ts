@@ -573,7 +573,7 @@ async function runsBench(dir: string): Promise<void> {
     let eventsPerRunSingle = 0;
     let eventsPerRunMulti = 0;
     for (let rep = 0; rep < RUN_REPEATS; rep++) {
-      // In process while no connection is open (every run's events are fanned out to every connection).
+      // In process while no connection is open.
       results.local.push(await runBatch([local], RUNS, IN_FLIGHT_PER_CONNECTION, `local-${rep}`));
 
       const one = await connectRun();
@@ -625,7 +625,7 @@ async function runsBench(dir: string): Promise<void> {
     note(
       `events received per run: ${eventsPerRunSingle.toFixed(1)} with 1 connection;` +
         ` ${eventsPerRunMulti.toFixed(1)} in total with ${CONNECTIONS} connections` +
-        ` (every connection gets every run's chat/agent events, not just the runs it started)`,
+        ` (a connection gets the chat/agent events of the runs it started, unless it subscribes to more)`,
     );
   } finally {
     await closeAll();

@@ -487,6 +487,8 @@ describe("resilience", () => {
     });
     const raw = await rawSocket(server.url);
     await raw.connect();
+    raw.send({ type: "req", id: "sub", method: "sessions.subscribe", params: {} });
+    expect(await raw.response("sub")).toMatchObject({ ok: true, payload: { subscribed: true, all: true } });
     const healthy = connect(server.url);
     await healthy.ready();
     (raw.ws as unknown as { _socket: { pause(): void } })._socket.pause();
@@ -553,7 +555,7 @@ describe("client against a scripted fake server", () => {
     const client = connect(url, { onGap: (gap) => gaps.push(gap) });
     await client.ready();
     await until(() => gaps.length === 1, "the gap");
-    expect(gaps).toEqual([{ expected: 3, received: 5 }]);
+    expect(gaps).toEqual([{ reason: "seq", expected: 3, received: 5 }]);
   });
 
   it("times out a request locally, saying whether it was sent", async () => {

@@ -1,150 +1,40 @@
 import {
-  type AgentEventPayload,
-  type AgentWaitPayload,
-  type ChatEventPayload,
   type EventFrame,
-  type GatewayMethodName,
   type HelloOk,
-  type Logger,
-  type MethodParams,
   type MethodPayload,
   PROTOCOL_VERSION,
   silentLogger,
   utf8Length,
   type WireError,
 } from "@sessions/core";
-import { clientError, fromWireError, GatewayClientError } from "./errors.js";
+import type {
+  Call,
+  ClientState,
+  GatewayClient,
+  GatewayClientOptions,
+  RequestOptions,
+  WebSocketConstructor,
+  WebSocketLike,
+} from "./client-types.js";
+import { clientError, fromWireError, type GatewayClientError } from "./errors.js";
+import { wireMethods } from "./methods.js";
+import { type RunWatchDeps, streamRun, waitRun } from "./run-watch.js";
+import { Subscriptions } from "./subscriptions.js";
 
-/** The subset of the WHATWG WebSocket the client uses (browsers' global, Node 22's global, or `ws`). */
-export interface WebSocketLike {
-  readonly readyState: number;
-  send(data: string): void;
-  close(code?: number, reason?: string): void;
-  onopen: ((event: unknown) => void) | null;
-  onmessage: ((event: { data: unknown }) => void) | null;
-  onclose: ((event: { code: number; reason: string }) => void) | null;
-  onerror: ((event: unknown) => void) | null;
-}
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
+export type {
+  ClientState,
+  GatewayClient,
+  GatewayClientOptions,
+  GatewayGap,
+  ReconnectOptions,
+  RequestOptions,
+  RunStreamItem,
+  WebSocketConstructor,
+  WebSocketLike,
+} from "./client-types.js";
 
-export interface ReconnectOptions {
-  /** First delay (default 250 ms); doubles per attempt. */
-  initialDelayMs?: number;
-  /** Ceiling (default 10,000 ms). */
-  maxDelayMs?: number;
-  /** ±fraction of random jitter (default 0.3). */
-  jitter?: number;
-}
-
-export interface GatewayClientOptions {
-  url: string;
-  token?: string;
-  /** Default `gateway-client` (with mode `backend`): the identity an OpenClaw gateway trusts on loopback. */
-  clientId?: string;
-  clientVersion?: string;
-  displayName?: string;
-  /** Default: the global WebSocket, else the `ws` package. */
-  WebSocket?: WebSocketConstructor;
-  /** Client-side timeout of a request (default 30,000 ms; `agent.wait` adds its own wait). */
-  requestTimeoutMs?: number;
-  /** Time allowed for the challenge and `hello-ok` after the socket opens (default 10,000 ms). */
-  connectTimeoutMs?: number;
-  /** `false` disables reconnecting. */
-  reconnect?: ReconnectOptions | false;
-  /** Called when an event arrives with a `seq` that skipped numbers (state may be stale: refresh it). */
-  onGap?: (gap: { expected: number; received: number }) => void;
-  logger?: Logger;
-}
-
-export type ClientState = "connecting" | "connected" | "reconnecting" | "closed";
-
-export type RunStreamItem =
-  | { type: "chat"; payload: ChatEventPayload }
-  | { type: "agent"; payload: AgentEventPayload }
-  /** The run had already ended when the stream started (its outcome, from `agent.wait`). */
-  | { type: "done"; result: AgentWaitPayload }
-  /** The run is unknown (or the gateway refused to say). */
-  | { type: "error"; error: GatewayClientError }
-  | { type: "disconnected"; reason: string };
-
-type Call = <M extends GatewayMethodName>(
-  method: M,
-  params?: MethodParams<M>,
-  options?: RequestOptions,
-) => Promise<MethodPayload<M>>;
-
-export interface RequestOptions {
-  timeoutMs?: number;
-  signal?: AbortSignal;
-}
-
-export interface GatewayClient {
-  readonly state: ClientState;
-  readonly hello: HelloOk | undefined;
-  /** Resolves once connected (again); rejects if the client is closed or authentication fails. */
-  ready(): Promise<HelloOk>;
-  request: Call;
-  sessions: {
-    list(
-      params?: MethodParams<"sessions.list">,
-      options?: RequestOptions,
-    ): Promise<MethodPayload<"sessions.list">>;
-    resolve(
-      params: MethodParams<"sessions.resolve">,
-      options?: RequestOptions,
-    ): Promise<MethodPayload<"sessions.resolve">>;
-    patch(
-      params: MethodParams<"sessions.patch">,
-      options?: RequestOptions,
-    ): Promise<MethodPayload<"sessions.patch">>;
-    delete(
-      params: MethodParams<"sessions.delete">,
-      options?: RequestOptions,
-    ): Promise<MethodPayload<"sessions.delete">>;
-    /** Subscribes to `sessions.changed` (kept across reconnects). */
-    subscribe(): Promise<void>;
-    unsubscribe(): Promise<void>;
-  };
-  chat: {
-    history(
-      params: MethodParams<"chat.history">,
-      options?: RequestOptions,
-    ): Promise<MethodPayload<"chat.history">>;
-    send(params: MethodParams<"chat.send">, options?: RequestOptions): Promise<MethodPayload<"chat.send">>;
-    abort(params: MethodParams<"chat.abort">, options?: RequestOptions): Promise<MethodPayload<"chat.abort">>;
-  };
-  agent(params: MethodParams<"agent">, options?: RequestOptions): Promise<MethodPayload<"agent">>;
-  agentWait(
-    params: MethodParams<"agent.wait">,
-    options?: RequestOptions,
-  ): Promise<MethodPayload<"agent.wait">>;
-  agents: { list(options?: RequestOptions): Promise<MethodPayload<"agents.list">> };
-  deliveries: {
-    get(
-      params: MethodParams<"deliveries.get">,
-      options?: RequestOptions,
-    ): Promise<MethodPayload<"deliveries.get">>;
-    list(
-      params?: MethodParams<"deliveries.list">,
-      options?: RequestOptions,
-    ): Promise<MethodPayload<"deliveries.list">>;
-  };
-  /** Executes a session tool on the gateway as `requesterKey`. */
-  callTool(
-    params: MethodParams<"sessions.tools.call">,
-    options?: RequestOptions,
-  ): Promise<MethodPayload<"sessions.tools.call">>;
-  /**
-   * Waits for a run to end, across reconnects and gateway restarts (the gateway keeps outcomes). Resolves with
-   * `status: "timeout"` (no `endedAt`) only when `timeoutMs` runs out; never cancels the run.
-   */
-  waitRun(runId: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<AgentWaitPayload>;
-  /** The run's `chat`/`agent` events as they arrive; ends at the final event, or with `disconnected`. */
-  streamRun(runId: string): AsyncIterableIterator<RunStreamItem>;
-  /** Listens to an event (`chat`, `agent`, `sessions.changed`, `delivery`, `tick`, `shutdown`, or `*`). */
-  on(event: string, handler: (payload: unknown, frame: EventFrame) => void): () => void;
-  close(): Promise<void>;
-}
+/** Events a client listens to because of runs and sessions: listening to any of them means a gap matters. */
+const RUN_AND_SESSION_EVENTS = ["chat", "agent", "delivery", "sessions.changed", "*"];
 
 interface Pending {
   method: string;
@@ -194,8 +84,10 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   let lastMessageAt = Date.now();
   let watchdog: ReturnType<typeof setInterval> | undefined;
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
-  let subscribed = false;
+  const subscriptions = new Subscriptions();
   let restoring = false;
+  /** When a connection that had listeners for events dropped; reported once the next one is up. */
+  let missingSince: number | undefined;
   let nextDelayOverride: number | undefined;
   let fatal: GatewayClientError | undefined;
   let handshakeTimer: ReturnType<typeof setTimeout> | undefined;
@@ -212,6 +104,20 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       }
     }
   };
+
+  function reportGap(gap: Parameters<NonNullable<GatewayClientOptions["onGap"]>>[0]) {
+    try {
+      options.onGap?.(gap);
+    } catch (error) {
+      logger.warn("onGap threw", { error: String(error) });
+    }
+  }
+
+  function listening(): boolean {
+    return (
+      subscriptions.active || RUN_AND_SESSION_EVENTS.some((event) => (listeners.get(event)?.size ?? 0) > 0)
+    );
+  }
 
   function setState(next: ClientState) {
     state = next;
@@ -291,7 +197,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       const event = frame as unknown as EventFrame;
       if (typeof event.seq === "number") {
         if (lastSeq !== 0 && event.seq !== lastSeq + 1)
-          options.onGap?.({ expected: lastSeq + 1, received: event.seq });
+          reportGap({ reason: "seq", expected: lastSeq + 1, received: event.seq });
         lastSeq = event.seq;
       }
       if (event.event === "connect.challenge") {
@@ -346,13 +252,20 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         startWatchdog(greeting.policy?.tickIntervalMs ?? 30_000);
         flushQueue();
         // Subscriptions are restored before ready() resolves, so nothing after a reconnect is missed.
-        restoring = subscribed;
-        const restored = subscribed
-          ? requestRaw("sessions.subscribe", {}, {}).catch(() => undefined)
-          : Promise.resolve();
+        const requests = subscriptions.restore();
+        restoring = requests.length > 0;
+        const restored = Promise.all(
+          requests.map((params) => requestRaw("sessions.subscribe", params, {}).catch(() => undefined)),
+        );
         void restored.then(() => {
           restoring = false;
-          if (hello === greeting) settleReady();
+          if (hello !== greeting) return;
+          if (missingSince !== undefined) {
+            const downMs = Date.now() - missingSince;
+            missingSince = undefined;
+            reportGap({ reason: "reconnect", downMs });
+          }
+          settleReady();
         });
       },
       reject: (error) => {
@@ -453,6 +366,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
           detailsCode: "REFUSED",
         });
       }
+      // What happened while no connection was up is unknown to whoever listens to events: say so after it is back.
+      if (hello !== undefined && missingSince === undefined && listening()) missingSince = Date.now();
       hello = undefined;
       failPending(reason);
       emit(
@@ -526,125 +441,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   const request: Call = (method, params, opts = {}) =>
     requestRaw(method, params ?? {}, opts) as Promise<MethodPayload<typeof method>>;
 
-  /** `ready()`, but giving up after `ms` or when `signal` aborts (a wait must not outlive its own deadline). */
-  function readyWithin(ms: number, signal?: AbortSignal): Promise<HelloOk> {
-    return new Promise((resolve, reject) => {
-      const timer = Number.isFinite(ms)
-        ? setTimeout(() => {
-            signal?.removeEventListener("abort", onAbort);
-            reject(clientError("timeout", "not connected in time", { retryable: true, requestSent: false }));
-          }, ms)
-        : undefined;
-      const onAbort = () => {
-        if (timer !== undefined) clearTimeout(timer);
-        reject(clientError("aborted", "waitRun aborted", { requestSent: false }));
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      client.ready().then(
-        (h) => {
-          if (timer !== undefined) clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
-          resolve(h);
-        },
-        (error) => {
-          if (timer !== undefined) clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  async function waitRun(runId: string, opts: { timeoutMs?: number; signal?: AbortSignal } = {}) {
-    const deadline = opts.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + opts.timeoutMs;
-    for (;;) {
-      if (opts.signal?.aborted) throw clientError("aborted", "waitRun aborted", { requestSent: false });
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return { runId, status: "timeout" as const };
-      const chunk = Math.min(30_000, remaining);
-      try {
-        if (state !== "connected") await readyWithin(remaining, opts.signal);
-        const result = await request(
-          "agent.wait",
-          { runId, timeoutMs: chunk },
-          { timeoutMs: chunk + 10_000, ...(opts.signal ? { signal: opts.signal } : {}) },
-        );
-        if (result.status !== "timeout" || result.endedAt !== undefined) return result;
-      } catch (error) {
-        if (error instanceof GatewayClientError && error.code === "aborted") throw error;
-        if (
-          error instanceof GatewayClientError &&
-          error.detailsCode === "TIMEOUT" &&
-          deadline - Date.now() <= 0
-        ) {
-          return { runId, status: "timeout" as const };
-        }
-        const retry = error instanceof GatewayClientError && error.retryable;
-        if (!retry || state === "closed") throw error;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-  }
-
-  function streamRun(runId: string): AsyncIterableIterator<RunStreamItem> {
-    const queue: RunStreamItem[] = [];
-    let done = false;
-    let wake: (() => void) | undefined;
-    const push = (item: RunStreamItem, end = false) => {
-      if (done) return;
-      queue.push(item);
-      if (end) finish();
-      wake?.();
-    };
-    const offChat = client.on("chat", (payload) => {
-      const chat = payload as ChatEventPayload;
-      if (chat.runId !== runId) return;
-      push({ type: "chat", payload: chat }, chat.state !== "delta");
-    });
-    const offAgent = client.on("agent", (payload) => {
-      const agent = payload as AgentEventPayload;
-      if (agent.runId === runId) push({ type: "agent", payload: agent });
-    });
-    const offClose = client.on("disconnected", (payload) => {
-      push(
-        { type: "disconnected", reason: (payload as { reason?: string }).reason ?? "connection closed" },
-        true,
-      );
-    });
-    function finish() {
-      done = true;
-      offChat();
-      offAgent();
-      offClose();
-    }
-    // A run that already ended (or never existed) would otherwise leave the stream waiting forever.
-    request("agent.wait", { runId, timeoutMs: 0 }, { timeoutMs: 10_000 }).then(
-      (result) => {
-        if (result.status !== "timeout" || result.endedAt !== undefined) push({ type: "done", result }, true);
-      },
-      (error: unknown) => {
-        if (error instanceof GatewayClientError && !error.retryable) push({ type: "error", error }, true);
-      },
-    );
-    const iterator: AsyncIterableIterator<RunStreamItem> = {
-      [Symbol.asyncIterator]() {
-        return iterator;
-      },
-      async next() {
-        while (queue.length === 0 && !done) await new Promise<void>((r) => (wake = r));
-        const item = queue.shift();
-        if (item !== undefined) return { value: item, done: false };
-        return { value: undefined, done: true };
-      },
-      async return() {
-        finish();
-        queue.length = 0;
-        wake?.();
-        return { value: undefined, done: true };
-      },
-    };
-    return iterator;
-  }
+  const watch: RunWatchDeps = {
+    request,
+    state: () => state,
+    ready: () => client.ready(),
+    on: (event, handler) => client.on(event, handler),
+  };
 
   const client: GatewayClient = {
     get state() {
@@ -660,36 +462,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       return new Promise((resolve, reject) => readyWaiters.add({ resolve, reject }));
     },
     request,
-    sessions: {
-      list: (params, opts) => request("sessions.list", params ?? {}, opts),
-      resolve: (params, opts) => request("sessions.resolve", params, opts),
-      patch: (params, opts) => request("sessions.patch", params, opts),
-      delete: (params, opts) => request("sessions.delete", params, opts),
-      async subscribe() {
-        await request("sessions.subscribe", {});
-        subscribed = true;
-      },
-      async unsubscribe() {
-        subscribed = false;
-        await request("sessions.unsubscribe", {});
-      },
-    },
-    chat: {
-      history: (params, opts) => request("chat.history", params, opts),
-      send: (params, opts) => request("chat.send", params, opts),
-      abort: (params, opts) => request("chat.abort", params, opts),
-    },
-    agent: (params, opts) => request("agent", params, opts),
-    agentWait: (params, opts) =>
-      request("agent.wait", params, { timeoutMs: (params.timeoutMs ?? 30_000) + 10_000, ...opts }),
-    agents: { list: (opts) => request("agents.list", {}, opts) },
-    deliveries: {
-      get: (params, opts) => request("deliveries.get", params, opts),
-      list: (params, opts) => request("deliveries.list", params ?? {}, opts),
-    },
-    callTool: (params, opts) => request("sessions.tools.call", params, { timeoutMs: 15 * 60_000, ...opts }),
-    waitRun,
-    streamRun,
+    ...wireMethods(request, subscriptions),
+    waitRun: (runId, opts) => waitRun(watch, runId, opts),
+    streamRun: (runId) => streamRun(watch, runId),
     on(event, handler) {
       let set = listeners.get(event);
       if (set === undefined) {

@@ -243,17 +243,9 @@ describe("client hardening", () => {
     const { gateway, server } = await start();
     const c = client(server.url);
     await c.ready();
-    // Let the run's own events reach the client first, so the stream starts after everything is over.
-    const finalSeen = new Promise<void>((resolve) => {
-      const off = c.on("chat", (payload) => {
-        if ((payload as { state: string }).state === "final") {
-          off();
-          resolve();
-        }
-      });
-    });
+    // The stream starts after the run is over (and the client, which neither started nor follows it, heard nothing).
     const { runId } = await gateway.agent({ message: "hi", idempotencyKey: "done" });
-    await finalSeen;
+    await gateway.agentWait({ runId });
     const finished = [];
     for await (const item of c.streamRun(runId)) finished.push(item);
     expect(finished).toEqual([

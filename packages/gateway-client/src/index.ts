@@ -3,6 +3,7 @@ export {
   createGatewayClient,
   type GatewayClient,
   type GatewayClientOptions,
+  type GatewayGap,
   type ReconnectOptions,
   type RequestOptions,
   type RunStreamItem,

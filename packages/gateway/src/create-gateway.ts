@@ -20,7 +20,8 @@ import { holdGatewayLease } from "./runs/ownership.js";
 import { recoverRuns } from "./runs/recovery.js";
 import { RunTable } from "./runs/run-table.js";
 import { isFinal } from "./runs/wait.js";
-import { type GatewayServer, listenGateway } from "./server.js";
+import type { CreatedRun } from "./server/event-routing.js";
+import { type GatewayServer, listenGateway } from "./server/listen.js";
 import { operatorKey } from "./sessions/entries.js";
 import { createSqliteStore } from "./store/sqlite.js";
 import { sweepArchive } from "./subagents/archive.js";
@@ -92,6 +93,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
   };
 
+  // Servers route events by run: they learn of each run before it can emit.
+  const runWatchers = new Set<(run: CreatedRun) => void>();
   const owner = randomUUID();
   const ctx: GatewayContext = {
     owner,
@@ -125,6 +128,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     knownModels: options.models ?? options.runner.models,
     historyWindow: Math.max(1, options.historyWindow ?? 50),
     emit,
+    onRunCreated: (run) => {
+      for (const watcher of runWatchers) {
+        try {
+          watcher(run);
+        } catch (error) {
+          logger.warn("run watcher threw", { runId: run.runId, error: String(error) });
+        }
+      }
+    },
   };
 
   // Waits end on the store's change feed, so a run that ends anywhere (here or in another process) wakes them.
@@ -156,7 +168,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     store,
     ready,
     async listen(listenOptions) {
-      const server = await listenGateway(self, listenOptions);
+      const server = await listenGateway(self, listenOptions, {
+        watchRuns(watcher) {
+          runWatchers.add(watcher);
+          return () => runWatchers.delete(watcher);
+        },
+      });
       servers.add(server);
       const close = server.close.bind(server);
       return {

@@ -16,7 +16,7 @@ import type { ChannelAdapterV1 } from "./adapter.js";
 import type { Clock } from "./clock.js";
 import type { OutboxOptions } from "./delivery/outbox.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
-import type { GatewayServer, ListenOptions } from "./server.js";
+import type { GatewayServer, ListenOptions } from "./server/listen.js";
 import type { DeliveryRecord, SessionStore, StoredEntry, StoredMessage } from "./store/types.js";
 
 /**

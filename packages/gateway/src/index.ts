@@ -36,7 +36,9 @@ export type {
   AgentRunResult,
   RunnerTool,
 } from "./runner/types.js";
-export { type GatewayServer, type GatewayToken, type ListenOptions, toWireError } from "./server.js";
+export type { GatewayToken } from "./server/auth.js";
+export type { GatewayServer, ListenOptions } from "./server/listen.js";
+export { toWireError } from "./server/wire-errors.js";
 export { createMemoryStore } from "./store/memory.js";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite.js";
 export type * from "./store/types.js";

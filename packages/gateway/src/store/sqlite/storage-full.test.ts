@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { SessionsError } from "@sessions/core";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { toWireError } from "../../server.js";
+import { toWireError } from "../../server/wire-errors.js";
 import { createSqliteStore } from "../sqlite.js";
 import { toWriteError } from "./write-errors.js";
 

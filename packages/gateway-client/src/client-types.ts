@@ -1,0 +1,173 @@
+import type {
+  AgentEventPayload,
+  AgentWaitPayload,
+  ChatEventPayload,
+  EventFrame,
+  GatewayMethodName,
+  HelloOk,
+  Logger,
+  MethodParams,
+  MethodPayload,
+} from "@sessions/core";
+import type { GatewayClientError } from "./errors.js";
+
+/** The public shape of a client: its options, the object `createGatewayClient` returns, its stream items. */
+
+/** The subset of the WHATWG WebSocket the client uses (browsers' global, Node 22's global, or `ws`). */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+}
+export type WebSocketConstructor = new (url: string) => WebSocketLike;
+
+export interface ReconnectOptions {
+  /** First delay (default 250 ms); doubles per attempt. */
+  initialDelayMs?: number;
+  /** Ceiling (default 10,000 ms). */
+  maxDelayMs?: number;
+  /** ±fraction of random jitter (default 0.3). */
+  jitter?: number;
+}
+
+/**
+ * Events may have been missed; state built from them may be stale, so refresh it (`sessions.list`,
+ * `chat.history`, `agent.wait`). `seq`: an event arrived with a `seq` that skipped numbers on this connection.
+ * `reconnect`: the connection dropped while this client was listening to events (a subscription, a stream or an
+ * event handler) and is back, subscriptions restored; whatever happened in the `downMs` between is unknown.
+ */
+export type GatewayGap =
+  | { reason: "seq"; expected: number; received: number }
+  | { reason: "reconnect"; downMs: number };
+
+export interface GatewayClientOptions {
+  url: string;
+  token?: string;
+  /** Default `gateway-client` (with mode `backend`): the identity an OpenClaw gateway trusts on loopback. */
+  clientId?: string;
+  clientVersion?: string;
+  displayName?: string;
+  /** Default: the global WebSocket, else the `ws` package. */
+  WebSocket?: WebSocketConstructor;
+  /** Client-side timeout of a request (default 30,000 ms; `agent.wait` adds its own wait). */
+  requestTimeoutMs?: number;
+  /** Time allowed for the challenge and `hello-ok` after the socket opens (default 10,000 ms). */
+  connectTimeoutMs?: number;
+  /** `false` disables reconnecting. */
+  reconnect?: ReconnectOptions | false;
+  /** Called when events may have been missed: a `seq` that skipped, or a reconnect (see `GatewayGap`). */
+  onGap?: (gap: GatewayGap) => void;
+  logger?: Logger;
+}
+
+export type ClientState = "connecting" | "connected" | "reconnecting" | "closed";
+
+export type RunStreamItem =
+  | { type: "chat"; payload: ChatEventPayload }
+  | { type: "agent"; payload: AgentEventPayload }
+  /** The run's outcome from `agent.wait`, when its events cannot reach this stream (it had ended, or runs elsewhere). */
+  | { type: "done"; result: AgentWaitPayload }
+  /** The run is unknown (or the gateway refused to say). */
+  | { type: "error"; error: GatewayClientError }
+  | { type: "disconnected"; reason: string };
+
+export type Call = <M extends GatewayMethodName>(
+  method: M,
+  params?: MethodParams<M>,
+  options?: RequestOptions,
+) => Promise<MethodPayload<M>>;
+
+export interface RequestOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface GatewayClient {
+  readonly state: ClientState;
+  readonly hello: HelloOk | undefined;
+  /** Resolves once connected (again); rejects if the client is closed or authentication fails. */
+  ready(): Promise<HelloOk>;
+  request: Call;
+  sessions: {
+    list(
+      params?: MethodParams<"sessions.list">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"sessions.list">>;
+    resolve(
+      params: MethodParams<"sessions.resolve">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"sessions.resolve">>;
+    patch(
+      params: MethodParams<"sessions.patch">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"sessions.patch">>;
+    delete(
+      params: MethodParams<"sessions.delete">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"sessions.delete">>;
+    /**
+     * Asks for events beyond the runs this client starts. Bare: every `chat`, `agent`, `delivery` and
+     * `sessions.changed` event; `{ keys }`: those sessions' runs, deliveries and changes; `{ runIds }`: those runs
+     * while under way. `all` and `keys` are restored after a reconnect; `runIds` are not.
+     */
+    subscribe(
+      params?: MethodParams<"sessions.subscribe">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"sessions.subscribe">>;
+    /** Bare: drops `all` and every key; otherwise just the `all`, `keys` or `runIds` named. */
+    unsubscribe(
+      params?: MethodParams<"sessions.unsubscribe">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"sessions.unsubscribe">>;
+  };
+  chat: {
+    history(
+      params: MethodParams<"chat.history">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"chat.history">>;
+    send(params: MethodParams<"chat.send">, options?: RequestOptions): Promise<MethodPayload<"chat.send">>;
+    abort(params: MethodParams<"chat.abort">, options?: RequestOptions): Promise<MethodPayload<"chat.abort">>;
+  };
+  agent(params: MethodParams<"agent">, options?: RequestOptions): Promise<MethodPayload<"agent">>;
+  agentWait(
+    params: MethodParams<"agent.wait">,
+    options?: RequestOptions,
+  ): Promise<MethodPayload<"agent.wait">>;
+  agents: { list(options?: RequestOptions): Promise<MethodPayload<"agents.list">> };
+  deliveries: {
+    get(
+      params: MethodParams<"deliveries.get">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"deliveries.get">>;
+    list(
+      params?: MethodParams<"deliveries.list">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"deliveries.list">>;
+  };
+  /** Executes a session tool on the gateway as `requesterKey`. */
+  callTool(
+    params: MethodParams<"sessions.tools.call">,
+    options?: RequestOptions,
+  ): Promise<MethodPayload<"sessions.tools.call">>;
+  /**
+   * Waits for a run to end, across reconnects and gateway restarts (the gateway keeps outcomes). Resolves with
+   * `status: "timeout"` (no `endedAt`) only when `timeoutMs` runs out; never cancels the run.
+   */
+  waitRun(runId: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<AgentWaitPayload>;
+  /**
+   * The run's `chat`/`agent` events as they arrive (it subscribes to the run); ends at the final event, with
+   * `done` when the events cannot come here (the run had ended, or runs on another gateway), or with
+   * `disconnected`.
+   */
+  streamRun(runId: string): AsyncIterableIterator<RunStreamItem>;
+  /**
+   * Listens to an event (`chat`, `agent`, `sessions.changed`, `delivery`, `tick`, `shutdown`, or `*`). The gateway
+   * sends a run's events to the connection that started it and to subscribers (`sessions.subscribe`).
+   */
+  on(event: string, handler: (payload: unknown, frame: EventFrame) => void): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,44 @@
+import type { Call, GatewayClient } from "./client-types.js";
+import type { Subscriptions } from "./subscriptions.js";
+
+type WireMethods = Pick<
+  GatewayClient,
+  "sessions" | "chat" | "agent" | "agentWait" | "agents" | "deliveries" | "callTool"
+>;
+
+/** The typed wrappers of the wire methods; subscriptions are recorded so a reconnect can restore them. */
+export function wireMethods(request: Call, subscriptions: Subscriptions): WireMethods {
+  return {
+    sessions: {
+      list: (params, opts) => request("sessions.list", params ?? {}, opts),
+      resolve: (params, opts) => request("sessions.resolve", params, opts),
+      patch: (params, opts) => request("sessions.patch", params, opts),
+      delete: (params, opts) => request("sessions.delete", params, opts),
+      async subscribe(params = {}, opts) {
+        const payload = await request("sessions.subscribe", params, opts);
+        subscriptions.subscribed(params, payload);
+        return payload;
+      },
+      async unsubscribe(params = {}, opts) {
+        subscriptions.unsubscribed(params);
+        const payload = await request("sessions.unsubscribe", params, opts);
+        subscriptions.unsubscribed(params, payload);
+        return payload;
+      },
+    },
+    chat: {
+      history: (params, opts) => request("chat.history", params, opts),
+      send: (params, opts) => request("chat.send", params, opts),
+      abort: (params, opts) => request("chat.abort", params, opts),
+    },
+    agent: (params, opts) => request("agent", params, opts),
+    agentWait: (params, opts) =>
+      request("agent.wait", params, { timeoutMs: (params.timeoutMs ?? 30_000) + 10_000, ...opts }),
+    agents: { list: (opts) => request("agents.list", {}, opts) },
+    deliveries: {
+      get: (params, opts) => request("deliveries.get", params, opts),
+      list: (params, opts) => request("deliveries.list", params ?? {}, opts),
+    },
+    callTool: (params, opts) => request("sessions.tools.call", params, { timeoutMs: 15 * 60_000, ...opts }),
+  };
+}

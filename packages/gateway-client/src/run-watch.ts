@@ -1,0 +1,156 @@
+import type { AgentEventPayload, AgentWaitPayload, ChatEventPayload, HelloOk } from "@sessions/core";
+import type { Call, ClientState, GatewayClient, RunStreamItem } from "./client-types.js";
+import { clientError, GatewayClientError } from "./errors.js";
+
+/** What waiting for and streaming a run need from the client. */
+export interface RunWatchDeps {
+  request: Call;
+  state(): ClientState;
+  ready(): Promise<HelloOk>;
+  on: GatewayClient["on"];
+}
+
+/** `ready()`, but giving up after `ms` or when `signal` aborts (a wait must not outlive its own deadline). */
+function readyWithin(deps: RunWatchDeps, ms: number, signal?: AbortSignal): Promise<HelloOk> {
+  return new Promise((resolve, reject) => {
+    const timer = Number.isFinite(ms)
+      ? setTimeout(() => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(clientError("timeout", "not connected in time", { retryable: true, requestSent: false }));
+        }, ms)
+      : undefined;
+    const onAbort = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      reject(clientError("aborted", "waitRun aborted", { requestSent: false }));
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    deps.ready().then(
+      (h) => {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(h);
+      },
+      (error) => {
+        if (timer !== undefined) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** `agent.wait` in chunks until the run ends or `timeoutMs` runs out, across reconnects and gateway restarts. */
+export async function waitRun(
+  deps: RunWatchDeps,
+  runId: string,
+  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<AgentWaitPayload> {
+  const deadline = opts.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + opts.timeoutMs;
+  for (;;) {
+    if (opts.signal?.aborted) throw clientError("aborted", "waitRun aborted", { requestSent: false });
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return { runId, status: "timeout" as const };
+    const chunk = Math.min(30_000, remaining);
+    try {
+      if (deps.state() !== "connected") await readyWithin(deps, remaining, opts.signal);
+      const result = await deps.request(
+        "agent.wait",
+        { runId, timeoutMs: chunk },
+        { timeoutMs: chunk + 10_000, ...(opts.signal ? { signal: opts.signal } : {}) },
+      );
+      if (result.status !== "timeout" || result.endedAt !== undefined) return result;
+    } catch (error) {
+      if (error instanceof GatewayClientError && error.code === "aborted") throw error;
+      if (
+        error instanceof GatewayClientError &&
+        error.detailsCode === "TIMEOUT" &&
+        deadline - Date.now() <= 0
+      ) {
+        return { runId, status: "timeout" as const };
+      }
+      const retry = error instanceof GatewayClientError && error.retryable;
+      if (!retry || deps.state() === "closed") throw error;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/**
+ * A run's events as an async iterator: it subscribes to the run (`sessions.subscribe { runIds }`), ends at the
+ * final `chat` event, with the outcome of `agent.wait` when the events cannot come (the run had ended, is unknown,
+ * or runs on another gateway), or with `disconnected`.
+ */
+export function streamRun(deps: RunWatchDeps, runId: string): AsyncIterableIterator<RunStreamItem> {
+  const queue: RunStreamItem[] = [];
+  let done = false;
+  let wake: (() => void) | undefined;
+  const stop = new AbortController();
+  const push = (item: RunStreamItem, end = false) => {
+    if (done) return;
+    queue.push(item);
+    if (end) finish();
+    wake?.();
+  };
+  const offChat = deps.on("chat", (payload) => {
+    const chat = payload as ChatEventPayload;
+    if (chat.runId !== runId) return;
+    push({ type: "chat", payload: chat }, chat.state !== "delta");
+  });
+  const offAgent = deps.on("agent", (payload) => {
+    const agent = payload as AgentEventPayload;
+    if (agent.runId === runId) push({ type: "agent", payload: agent });
+  });
+  const offClose = deps.on("disconnected", (payload) => {
+    push(
+      { type: "disconnected", reason: (payload as { reason?: string }).reason ?? "connection closed" },
+      true,
+    );
+  });
+  function finish() {
+    done = true;
+    offChat();
+    offAgent();
+    offClose();
+    stop.abort();
+  }
+  const outcome = (result: AgentWaitPayload) => {
+    if (result.status !== "timeout" || result.endedAt !== undefined) push({ type: "done", result }, true);
+  };
+  const failed = (error: unknown) => {
+    if (error instanceof GatewayClientError && !error.retryable) push({ type: "error", error }, true);
+  };
+  deps
+    .request("sessions.subscribe", { runIds: [runId] }, { timeoutMs: 10_000 })
+    .then(
+      (payload) => payload.runIds,
+      () => undefined,
+    )
+    .then((followed) => {
+      if (done || followed?.includes(runId)) return;
+      if (followed !== undefined) {
+        // Not under way on this gateway: ended, unknown or running elsewhere; its outcome ends the stream.
+        waitRun(deps, runId, { signal: stop.signal }).then(outcome, failed);
+        return;
+      }
+      // A gateway that sends every event to everyone: only a run that had already ended needs asking.
+      deps.request("agent.wait", { runId, timeoutMs: 0 }, { timeoutMs: 10_000 }).then(outcome, failed);
+    });
+  const iterator: AsyncIterableIterator<RunStreamItem> = {
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+    async next() {
+      while (queue.length === 0 && !done) await new Promise<void>((r) => (wake = r));
+      const item = queue.shift();
+      if (item !== undefined) return { value: item, done: false };
+      return { value: undefined, done: true };
+    },
+    async return() {
+      finish();
+      queue.length = 0;
+      wake?.();
+      return { value: undefined, done: true };
+    },
+  };
+  return iterator;
+}

@@ -1,0 +1,92 @@
+import { randomUUID } from "node:crypto";
+import type { Logger, WireError } from "@sessions/core";
+import { WebSocket } from "ws";
+import type { Caller } from "./auth.js";
+import { type Interest, newInterest } from "./event-routing.js";
+import { wireError } from "./wire-errors.js";
+
+/** One WebSocket client: its handshake state, who it is, its event `seq` and what events it asked for. */
+export interface Connection extends Caller {
+  readonly id: string;
+  readonly ws: WebSocket;
+  connected: boolean;
+  /** Its socket closed: it is out of every routing table and must not be put back. */
+  closed: boolean;
+  /** The last event `seq` sent on this connection (PROTOCOL.md: per connection, increasing). */
+  seq: number;
+  inFlight: number;
+  invalidBeforeConnect: number;
+  connectTimer?: ReturnType<typeof setTimeout>;
+  readonly interest: Interest;
+}
+
+export function newConnection(ws: WebSocket): Connection {
+  return {
+    id: randomUUID(),
+    ws,
+    connected: false,
+    closed: false,
+    seq: 0,
+    scopes: [],
+    inFlight: 0,
+    invalidBeforeConnect: 0,
+    interest: newInterest(),
+  };
+}
+
+/** Writes frames to connections, within the server's output limits. */
+export interface FrameWriter {
+  ok(conn: Connection, id: string, payload: unknown): void;
+  error(conn: Connection, id: string, error: WireError): void;
+  event(conn: Connection, event: string, payload: unknown): void;
+  /** One event to many connections: the payload is serialised once, only `seq` differs between copies. */
+  fanOut(conns: Iterable<Connection>, event: string, payload: unknown): void;
+}
+
+export function createFrameWriter(limits: {
+  logger: Logger;
+  maxBufferedBytes: number;
+  maxResponseBytes: number;
+}): FrameWriter {
+  const { logger, maxBufferedBytes, maxResponseBytes } = limits;
+  function raw(conn: Connection, text: string): void {
+    if (conn.ws.readyState !== WebSocket.OPEN) return;
+    if (conn.ws.bufferedAmount > maxBufferedBytes) {
+      logger.warn("dropping slow consumer", { connId: conn.id, buffered: conn.ws.bufferedAmount });
+      conn.ws.terminate();
+      return;
+    }
+    conn.ws.send(text);
+  }
+  const error = (conn: Connection, id: string, err: WireError) =>
+    raw(conn, JSON.stringify({ type: "res", id, ok: false, error: err }));
+  const eventPrefix = (event: string, payload: unknown) =>
+    `{"type":"event","event":${JSON.stringify(event)},"payload":${JSON.stringify(payload ?? null)},"seq":`;
+  return {
+    ok(conn, id, payload) {
+      const text = JSON.stringify({ type: "res", id, ok: true, payload });
+      if (text.length <= maxResponseBytes) return raw(conn, text);
+      error(
+        conn,
+        id,
+        wireError(
+          "INVALID_REQUEST",
+          "PAYLOAD_TOO_LARGE",
+          `response of ${text.length} bytes exceeds ${maxResponseBytes}: ask for a smaller page (limit)`,
+        ),
+      );
+    },
+    error,
+    event(conn, event, payload) {
+      raw(conn, `${eventPrefix(event, payload)}${++conn.seq}}`);
+    },
+    fanOut(conns, event, payload) {
+      let prefix: string | undefined;
+      for (const conn of conns) {
+        if (!conn.connected || conn.boundRequester !== undefined) continue;
+        prefix ??= eventPrefix(event, payload);
+        raw(conn, `${prefix}${++conn.seq}}`);
+      }
+    },
+  };
+}
