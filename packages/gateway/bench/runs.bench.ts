@@ -62,30 +62,23 @@ async function bareTransactions(store: SessionStore, runs: number, sessions: num
         const i = next++;
         if (i >= runs) return;
         const runId = randomUUID();
+        const run = {
+          runId,
+          sessionKey: key,
+          agentId: "main",
+          kind: "agent" as const,
+          createdAt: Date.now(),
+        };
         await store.transaction(async (tx) => {
           const entry = await tx.getEntry(key);
           if (entry) await tx.putEntry({ ...entry, updatedAt: Date.now() });
           const input = await tx.appendMessage(key, { role: "user", content: `m${i}`, ts: Date.now() });
-          const run = {
-            runId,
-            sessionKey: key,
-            agentId: "main",
-            kind: "agent" as const,
-            createdAt: Date.now(),
-          };
           await tx.putRun({ ...run, status: "running", inputSeq: input.seq });
         });
         await store.transaction(async (tx) => {
           await tx.appendMessage(key, { role: "assistant", content: "ok", ts: Date.now(), runId });
           const entry = await tx.getEntry(key);
           if (entry) await tx.putEntry({ ...entry, updatedAt: Date.now() });
-          const run = {
-            runId,
-            sessionKey: key,
-            agentId: "main",
-            kind: "agent" as const,
-            createdAt: Date.now(),
-          };
           await tx.putRun({ ...run, status: "ok", reply: "ok" });
         });
       }

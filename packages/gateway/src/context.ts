@@ -20,9 +20,9 @@ export interface Tasks {
   readonly closed: boolean;
 }
 
-/** Per-key locks that keep read-modify-write steps of one entry, binding or idempotency key in order. */
+/** Per-key locks for read-modify-write steps the store's transactions do not cover (they span adapter calls). */
 export interface Locks {
-  readonly entries: Lanes;
+  readonly bindings: Lanes;
   readonly idempotency: Lanes;
   readonly spawns: Lanes;
 }

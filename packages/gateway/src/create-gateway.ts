@@ -118,7 +118,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       },
     }),
     runs: new RunTable(config.agents.defaults.subagents.maxConcurrent),
-    locks: { entries: new Lanes(), idempotency: new Lanes(), spawns: new Lanes() },
+    locks: { bindings: new Lanes(), idempotency: new Lanes(), spawns: new Lanes() },
     tasks,
     timers: {
       archive: createDeadlineTimer(clock, () => void tasks.track(sweepArchive(ctx))),

@@ -53,7 +53,7 @@ export function touchThreadBinding(
   accountId: string,
   threadId: string,
 ): Promise<string | undefined> {
-  return ctx.locks.entries.run(lockKey(channel, accountId, threadId), async () => {
+  return ctx.locks.bindings.run(lockKey(channel, accountId, threadId), async () => {
     const binding = await ctx.store.getThreadBinding(channel, accountId, threadId);
     if (binding === undefined) return undefined;
     if (bindingExpiresAt(binding) <= ctx.clock.now()) {
@@ -76,7 +76,7 @@ export async function sweepBindings(ctx: GatewayContext): Promise<void> {
       next = Math.min(next, at);
       continue;
     }
-    await ctx.locks.entries.run(lockKey(binding.channel, binding.accountId, binding.threadId), async () => {
+    await ctx.locks.bindings.run(lockKey(binding.channel, binding.accountId, binding.threadId), async () => {
       const current = await ctx.store.getThreadBinding(binding.channel, binding.accountId, binding.threadId);
       if (current !== undefined && bindingExpiresAt(current) <= ctx.clock.now())
         await unbind(ctx, current, "expired");
@@ -97,7 +97,7 @@ export async function threadClosed(
     });
   }
   const accountId = normalizeAccountId(event.accountId);
-  return ctx.locks.entries.run(lockKey(channel, accountId, event.threadId), async () => {
+  return ctx.locks.bindings.run(lockKey(channel, accountId, event.threadId), async () => {
     const binding = await ctx.store.getThreadBinding(channel, accountId, event.threadId);
     if (binding === undefined) return false;
     await unbind(ctx, binding, "closed");

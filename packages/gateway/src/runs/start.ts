@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type DeliveryContext, parseSessionKey, SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
-import { newEntry } from "../sessions/entries.js";
-import type { RunKind, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
+import type { RunKind, RunRecord, StoredMessage } from "../store/types.js";
 import type { ToolContext } from "../tools/tool-context.js";
 import { executeRun } from "./execute.js";
 
@@ -12,8 +11,6 @@ export interface RunSpec {
   runId?: string;
   followUp?: RunRecord["followUp"];
   sessionKey: string;
-  /** Creates the session with these fields if it does not exist yet (in the same unit of work as the run). */
-  createEntry?: Partial<StoredEntry>;
   kind: RunKind;
   input: TranscriptMessage;
   idempotencyKey?: string;
@@ -44,13 +41,10 @@ export async function startRun(
     const created = await ctx.store.transaction(async (tx) => {
       if (spec.idempotencyKey !== undefined) {
         const existing = await tx.findRunByIdempotencyKey(spec.idempotencyKey);
-        if (existing !== undefined) return { run: existing, input: undefined, reason: undefined };
+        if (existing !== undefined) return { run: existing, input: undefined, touched: false };
       }
       const now = ctx.clock.now();
-      const current = await tx.getEntry(spec.sessionKey);
-      const entry =
-        current ??
-        (spec.createEntry === undefined ? undefined : newEntry(ctx, spec.sessionKey, spec.createEntry));
+      const entry = await tx.getEntry(spec.sessionKey);
       if (entry !== undefined) await tx.putEntry({ ...entry, updatedAt: now });
       const runId = spec.runId ?? randomUUID();
       const input = await tx.appendMessage(spec.sessionKey, { ...spec.input, runId });
@@ -69,16 +63,11 @@ export async function startRun(
       if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
       if (spec.followUp !== undefined) run.followUp = spec.followUp;
       await tx.putRun(run);
-      return {
-        run,
-        input,
-        reason: entry === undefined ? undefined : current === undefined ? "created" : "updated",
-      };
+      return { run, input, touched: entry !== undefined };
     });
     if (created.input === undefined) return { run: created.run, created: false };
     schedule(ctx, spec, created.run, created.input);
-    if (created.reason !== undefined)
-      ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: created.reason });
+    if (created.touched) ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: "updated" });
     return { run: created.run, created: true };
   };
   // Check-then-create under one lock per key, so concurrent retries of one request make one run.
