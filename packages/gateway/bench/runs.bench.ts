@@ -14,13 +14,22 @@ import {
   type SessionStore,
 } from "../src/index.js";
 
-const RUNS = 20_000;
+const RUNS = Number(process.env.BENCH_RUNS ?? 20_000);
 const SESSIONS = 256;
+/** `BENCH_ONLY=concurrent` skips the other rows (for CPU profiles of the main figure). */
+const ONLY = process.env.BENCH_ONLY;
 const TARGET_RUNS_PER_S = 10_000;
 
-async function runMany(gateway: Gateway, runs: number, sessions: number): Promise<number> {
+/** Runs per second (wall clock) and CPU time of the whole process per run (steadier on a shared machine). */
+interface Rate {
+  perSecond: number;
+  cpuUsPerRun: number;
+}
+
+async function runMany(gateway: Gateway, runs: number, sessions: number): Promise<Rate> {
   let next = 0;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(
     Array.from({ length: sessions }, async (_, s) => {
       for (;;) {
@@ -36,11 +45,19 @@ async function runMany(gateway: Gateway, runs: number, sessions: number): Promis
       }
     }),
   );
-  return runs / ((performance.now() - started) / 1000);
+  return rate(runs, started, cpu);
+}
+
+function rate(runs: number, started: number, cpu: NodeJS.CpuUsage): Rate {
+  const used = process.cpuUsage(cpu);
+  return {
+    perSecond: runs / ((performance.now() - started) / 1000),
+    cpuUsPerRun: (used.user + used.system) / runs,
+  };
 }
 
 /** The floor under a run: its two transactions (input + run + touch; reply + touch + final) on the bare store. */
-async function bareTransactions(store: SessionStore, runs: number, sessions: number): Promise<number> {
+async function bareTransactions(store: SessionStore, runs: number, sessions: number): Promise<Rate> {
   const now = Date.now();
   for (let s = 0; s < sessions; s++) {
     const key = `agent:main:bare-${s}`;
@@ -55,6 +72,7 @@ async function bareTransactions(store: SessionStore, runs: number, sessions: num
   }
   let next = 0;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(
     Array.from({ length: sessions }, async (_, s) => {
       const key = `agent:main:bare-${s}`;
@@ -84,7 +102,46 @@ async function bareTransactions(store: SessionStore, runs: number, sessions: num
       }
     }),
   );
-  return runs / ((performance.now() - started) / 1000);
+  return rate(runs, started, cpu);
+}
+
+/** p50 of `op` over `iterations` calls, one after another. */
+async function p50(op: () => Promise<unknown>, iterations: number): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const start = performance.now();
+    await op();
+    samples.push(performance.now() - start);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)] ?? 0;
+}
+
+/** `sessions.list` and `chat.history` p50 on an idle gateway, then while scripted runs keep it busy. */
+async function readLatency(gateway: Gateway) {
+  const list = () => gateway.sessions.list({ limit: 50 });
+  const history = () => gateway.chat.history({ sessionKey: "bench-0", limit: 50 });
+  const idle = { list: await p50(list, 500), history: await p50(history, 500) };
+  let busy = true;
+  const load = runMany(gateway, RUNS / 4, SESSIONS).finally(() => {
+    busy = false;
+  });
+  const loaded = { list: [] as number[], history: [] as number[] };
+  while (busy) {
+    // A client's next request arrives on a later turn of the event loop.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const [name, op] of [
+      ["list", list],
+      ["history", history],
+    ] as const) {
+      const start = performance.now();
+      await op();
+      loaded[name].push(performance.now() - start);
+    }
+  }
+  await load;
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  return { idle, loaded: { list: median(loaded.list), history: median(loaded.history) } };
 }
 
 const dir = mkdtempSync(join(tmpdir(), "sessions-runs-bench-"));
@@ -94,30 +151,56 @@ try {
   await gateway.ready;
   await runMany(gateway, 2_000, SESSIONS); // warm-up: sessions exist, statements prepared, JIT warm
   const concurrent = await runMany(gateway, RUNS, SESSIONS);
-  const sequential = await runMany(gateway, 2_000, 1);
-  const bare = await bareTransactions(gateway.store, RUNS, SESSIONS);
+  if (ONLY !== "concurrent") {
+    const sequential = await runMany(gateway, 2_000, 1);
+    const reads = await readLatency(gateway);
+    const bare = await bareTransactions(gateway.store, RUNS, SESSIONS);
+    report(concurrent, sequential, bare, reads);
+  } else report(concurrent);
   await gateway.close({ drainMs: 0 });
-  const rate = (v: number) => `${Math.round(v).toLocaleString("en-US")} runs/s`;
-  console.table([
-    {
-      task: `agent + agent.wait, ${RUNS.toLocaleString("en-US")} runs over ${SESSIONS} sessions (SQLite on disk)`,
-      result: rate(concurrent),
-      target: `≥ ${TARGET_RUNS_PER_S.toLocaleString("en-US")} runs/s`,
-      verdict: concurrent >= TARGET_RUNS_PER_S ? "ok" : "BELOW TARGET",
-    },
-    {
-      task: "agent + agent.wait, one at a time (latency-bound)",
-      result: rate(sequential),
-      target: "",
-      verdict: "",
-    },
-    {
-      task: "baseline: the same two transactions on the bare store",
-      result: rate(bare),
-      target: "",
-      verdict: "",
-    },
-  ]);
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
+
+function report(
+  concurrent: Rate,
+  sequential?: Rate,
+  bare?: Rate,
+  reads?: Awaited<ReturnType<typeof readLatency>>,
+): void {
+  const runsPerS = (r: Rate) => `${Math.round(r.perSecond).toLocaleString("en-US")} runs/s`;
+  const cpu = (r: Rate) => `${Math.round(r.cpuUsPerRun)} µs`;
+  const ms = (v: number) => `${v.toFixed(3)} ms`;
+  const rows: Record<string, string>[] = [
+    {
+      task: `agent + agent.wait, ${RUNS.toLocaleString("en-US")} runs over ${SESSIONS} sessions (SQLite on disk)`,
+      result: runsPerS(concurrent),
+      "CPU / run": cpu(concurrent),
+      target: `≥ ${TARGET_RUNS_PER_S.toLocaleString("en-US")} runs/s`,
+      verdict: concurrent.perSecond >= TARGET_RUNS_PER_S ? "ok" : "BELOW TARGET",
+    },
+  ];
+  if (sequential !== undefined && bare !== undefined && reads !== undefined) {
+    rows.push(
+      {
+        task: "agent + agent.wait, one at a time (latency-bound)",
+        result: runsPerS(sequential),
+        "CPU / run": cpu(sequential),
+      },
+      {
+        task: "baseline: the same two transactions on the bare store",
+        result: runsPerS(bare),
+        "CPU / run": cpu(bare),
+      },
+      {
+        task: "sessions.list limit 50, p50 (idle / during runs)",
+        result: `${ms(reads.idle.list)} / ${ms(reads.loaded.list)}`,
+      },
+      {
+        task: "chat.history limit 50, p50 (idle / during runs)",
+        result: `${ms(reads.idle.history)} / ${ms(reads.loaded.history)}`,
+      },
+    );
+  }
+  console.table(rows);
 }

@@ -14,6 +14,7 @@ import type {
   SubagentRecord,
   ThreadBindingRecord,
 } from "./types.js";
+import { LEASE_WRITES, STORE_WRITES } from "./types.js";
 import { createUnitCoordinator, type SyncStoreOps, type UnitHooks } from "./unit-of-work.js";
 
 const clone = <T>(value: T): T => structuredClone(value);
@@ -88,6 +89,7 @@ export function createMemoryStore(): SessionStore {
       undoTo(marks[depth - 1] ?? 0);
       marks.length = depth - 1;
     },
+    intact: () => undo !== undefined,
   };
   function set<K, V>(map: Map<K, V>, key: K, value: V): void {
     if (undo !== undefined) {
@@ -327,14 +329,15 @@ export function createMemoryStore(): SessionStore {
     },
   };
 
-  const units = createUnitCoordinator(hooks, core);
+  // Nothing to save by committing units together: each is its own transaction, reads wait between them.
+  const units = createUnitCoordinator(hooks, core, { groupCommit: false });
   const always = () => {};
   return {
     kind: "memory",
-    ...units.guard(core, always),
-    ...units.guard(leaseOps, always),
+    ...units.guard(core, STORE_WRITES, always),
+    ...units.guard(leaseOps, LEASE_WRITES, always),
     transaction: (work) => units.transaction(work),
     watch: (listener) => units.watch(listener),
-    async close() {},
+    close: () => units.drain(),
   };
 }

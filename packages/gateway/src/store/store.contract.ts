@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { delivery, entry } from "./contract-records.js";
+import { delivery, entry, run } from "./contract-records.js";
 import { describeUnitOfWorkContract } from "./store-units.contract.js";
 import type { DeliveryRecord, RunRecord, SessionStore, StoredEntry, SubagentRecord } from "./types.js";
 
@@ -123,6 +123,40 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
       expect((await store.listRunsByStatus(["queued", "running"])).map((r) => r.runId)).toEqual(["r1"]);
       expect(await store.getRun("r2")).toMatchObject({ reply: "done" });
       expect(await store.getRun("nope")).toBeUndefined();
+      await store.close();
+    });
+
+    it("replaces every field on a second put: the indexed ones too", async () => {
+      const store = await open();
+      await store.putEntry(entry("agent:main:e", 1, { label: "a", kind: "group", sessionId: "s1" }));
+      await store.putEntry(entry("agent:main:e", 2, { label: "a", kind: "group", sessionId: "s1" }));
+      await store.putEntry(
+        entry("agent:main:e", 3, {
+          label: "b",
+          kind: "cron",
+          sessionId: "s2",
+          archivedAt: 3,
+          spawnedBy: "p",
+        }),
+      );
+      expect(await store.findEntriesByLabel("a")).toEqual([]);
+      expect(await store.findEntriesByLabel("b")).toHaveLength(1);
+      expect(await store.findEntriesBySessionId("s1")).toEqual([]);
+      expect(await store.findEntriesBySessionId("s2")).toHaveLength(1);
+      expect(await store.listEntries({ limit: 10, kinds: ["group"], includeArchived: true })).toEqual([]);
+      expect(await store.listEntries({ limit: 10, kinds: ["cron"] })).toEqual([]);
+      expect(
+        await store.listEntries({ limit: 10, kinds: ["cron"], spawnedBy: "p", includeArchived: true }),
+      ).toMatchObject([{ key: "agent:main:e", updatedAt: 3 }]);
+
+      await store.putRun(run("r", { idempotencyKey: "k1" }));
+      await store.putRun(run("r", { idempotencyKey: "k1", status: "running" }));
+      await store.putRun(run("r", { idempotencyKey: "k2", status: "ok" }));
+      expect(await store.findRunByIdempotencyKey("k1")).toBeUndefined();
+      expect(await store.findRunByIdempotencyKey("k2")).toMatchObject({ runId: "r", status: "ok" });
+      await store.putRun(run("r", { status: "error" }));
+      expect(await store.findRunByIdempotencyKey("k2")).toBeUndefined();
+      expect(await store.listRunsByStatus(["error"])).toMatchObject([{ runId: "r" }]);
       await store.close();
     });
 

@@ -4,19 +4,24 @@ import type {
   SessionEntry,
   SessionKind,
   TranscriptMessage,
+  Visibility,
 } from "@sessions/core";
 
 /** A session entry as stored: the spec's fields plus the kind computed when it was written (for indexed filters). */
 export interface StoredEntry extends SessionEntry {
   kind: SessionKind;
   /** Once set (by a sandboxed caller, a sandboxed parent or token), every run of this session is clamped. */
-  sandboxed?: boolean;
+  sandboxed?: boolean | undefined;
+  /** What this session's tools may see, set by an operator with `sessions.patch`; wins over the configured visibility. */
+  visibility?: Visibility | undefined;
 }
 
 /** A transcript message with its per-session sequence number (1, 2, 3, …). */
 export type StoredMessage = TranscriptMessage & { seq: number };
 
+/** Where a run is: waiting for its session's lane, running, or how it ended. */
 export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+/** Why a run exists: a chat or agent call, an inbound message, an inter-session send, a reply-back turn, an announce, a sub-agent. */
 export type RunKind =
   | "chat"
   | "agent"
@@ -26,13 +31,15 @@ export type RunKind =
   | "subagent"
   | "subagent_announce";
 
+/** Token counts (and cost, when known) a run reported. */
 export interface RunUsage {
-  inputTokens?: number;
-  outputTokens?: number;
-  totalTokens?: number;
-  costUsd?: number;
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  totalTokens?: number | undefined;
+  costUsd?: number | undefined;
 }
 
+/** A stored run: its session, input, status, reply, usage and follow-up work. */
 export interface RunRecord {
   runId: string;
   sessionKey: string;
@@ -40,117 +47,127 @@ export interface RunRecord {
   kind: RunKind;
   status: RunStatus;
   createdAt: number;
-  startedAt?: number;
-  endedAt?: number;
-  error?: string;
+  startedAt?: number | undefined;
+  endedAt?: number | undefined;
+  error?: string | undefined;
   /** The text of this run's final assistant message. */
-  reply?: string;
-  idempotencyKey?: string;
+  reply?: string | undefined;
+  idempotencyKey?: string | undefined;
   /** Deliver the reply to this context when the run ends (send policy checked at delivery). */
-  deliverTo?: DeliveryContext;
-  usage?: RunUsage;
+  deliverTo?: DeliveryContext | undefined;
+  usage?: RunUsage | undefined;
   /** The seq of the message that started the run. */
-  inputSeq?: number;
+  inputSeq?: number | undefined;
   /** Work that must follow the run even across a restart (the agent-to-agent loop and announce). */
-  followUp?: { kind: "agent_to_agent"; requesterKey: string; requesterChannel: string; request: string };
-  followUpDone?: boolean;
+  followUp?:
+    | { kind: "agent_to_agent"; requesterKey: string; requesterChannel: string; request: string }
+    | undefined;
+  followUpDone?: boolean | undefined;
   /** The gateway instance that runs it; recovery takes over only runs whose owner's lease has lapsed. */
-  owner?: string;
+  owner?: string | undefined;
 }
 
+/** Where an outbox record is: `queued`, or how it ended. */
 export type DeliveryStatus = "queued" | "delivered" | "suppressed" | "failed";
 export type { DeliveryKind } from "@sessions/core";
 
+/** A stored outbox record: the target, the text, attempts, status and the platform's receipt. */
 export interface DeliveryRecord {
   id: string;
   /** Unique: enqueueing the same key twice returns the first record. */
   idempotencyKey: string;
   kind: DeliveryKind;
   sessionKey: string;
-  runId?: string;
+  runId?: string | undefined;
   channel: string;
   to: string;
-  accountId?: string;
-  threadId?: string;
+  accountId?: string | undefined;
+  threadId?: string | undefined;
   text: string;
   status: DeliveryStatus;
   attempts: number;
   nextAttemptAt: number;
   createdAt: number;
   updatedAt: number;
-  lastError?: string;
+  lastError?: string | undefined;
   /** Platform message ids returned by the adapter. */
-  receipt?: string[];
+  receipt?: string[] | undefined;
   /** The gateway instance attempting it right now, until `leaseUntil` (see `claimDeliveries`). */
-  leaseOwner?: string;
-  leaseUntil?: number;
+  leaseOwner?: string | undefined;
+  leaseUntil?: number | undefined;
 }
 
+/** The last route a session was reached on, per channel and account. */
 export interface RouteRecord {
   sessionKey: string;
   channel: string;
   accountId: string;
   to: string;
-  threadId?: string;
+  threadId?: string | undefined;
   updatedAt: number;
 }
 
+/** Where a sub-agent is: running, announcing its result, or done. */
 export type SubagentStatus = "running" | "announcing" | "done";
 
+/** A stored sub-agent: its requester, task, mode, cleanup, outcome and archive deadline. */
 export interface SubagentRecord {
   childKey: string;
   requesterKey: string;
   runId: string;
   task: string;
-  label?: string;
+  label?: string | undefined;
   mode: "run" | "session";
   cleanup: "delete" | "keep";
   status: SubagentStatus;
   createdAt: number;
-  endedAt?: number;
-  outcome?: "ok" | "error" | "timeout" | "unknown";
-  error?: string;
+  endedAt?: number | undefined;
+  outcome?: "ok" | "error" | "timeout" | "unknown" | undefined;
+  error?: string | undefined;
   /** When the child session is archived (`cleanup: keep`). */
-  archiveAt?: number;
-  announceDeliveryId?: string;
+  archiveAt?: number | undefined;
+  announceDeliveryId?: string | undefined;
 }
 
+/** A stored thread binding: a platform thread routed to a session, with its expiry. */
 export interface ThreadBindingRecord {
   channel: string;
   accountId: string;
   threadId: string;
   sessionKey: string;
   to: string;
-  parentTo?: string;
+  parentTo?: string | undefined;
   boundAt: number;
   lastActivityAt: number;
   idleHours: number;
   maxAgeHours: number;
 }
 
+/** Filters and paging of `listEntries` (newest `updatedAt` first). */
 export interface ListEntriesQuery {
   /** Only these agents. */
-  agentIds?: readonly string[];
-  kinds?: readonly SessionKind[];
-  spawnedBy?: string;
-  label?: string;
+  agentIds?: readonly string[] | undefined;
+  kinds?: readonly SessionKind[] | undefined;
+  spawnedBy?: string | undefined;
+  label?: string | undefined;
   /** Case-insensitive substring of key, label or displayName. */
-  search?: string;
+  search?: string | undefined;
   /** Only entries with `updatedAt >= updatedSince`. */
-  updatedSince?: number;
-  includeArchived?: boolean;
+  updatedSince?: number | undefined;
+  includeArchived?: boolean | undefined;
   limit: number;
   /** Rows to skip (operator paging); prefer `after` for deep pages. */
-  offset?: number;
+  offset?: number | undefined;
   /** Keyset cursor from the previous page (`updatedAt` and `key` of its last row). */
-  after?: { updatedAt: number; key: string };
+  after?: { updatedAt: number; key: string } | undefined;
 }
 
+/** Filters of `listDeliveries`. */
 export interface ListDeliveriesQuery {
-  sessionKey?: string;
-  runId?: string;
-  status?: DeliveryStatus;
-  limit?: number;
+  sessionKey?: string | undefined;
+  runId?: string | undefined;
+  status?: DeliveryStatus | undefined;
+  limit?: number | undefined;
 }
 
 /** A named, time-limited claim: one owner at a time; another may steal it once `expiresAt` has passed. */
@@ -160,19 +177,22 @@ export interface Lease {
   acquiredAt: number;
   expiresAt: number;
   /** Who holds it, for people reading an error (pid, host, …). */
-  data?: Record<string, unknown>;
+  data?: Record<string, unknown> | undefined;
 }
 
+/** Input of `acquireLease`: a named lease, its would-be owner and time to live. */
 export interface AcquireLease {
   name: string;
   owner: string;
   ttlMs: number;
   now: number;
-  data?: Record<string, unknown>;
+  data?: Record<string, unknown> | undefined;
 }
 
+/** The lease taken, or the holder that has it. */
 export type AcquireLeaseResult = { acquired: true; lease: Lease } | { acquired: false; holder: Lease };
 
+/** Input of `claimDeliveries`: which queued deliveries a gateway takes, and for how long. */
 export interface ClaimDeliveries {
   owner: string;
   now: number;
@@ -191,56 +211,83 @@ export type StoreChange =
 
 /** Reads and writes a unit of work may do. Inside `transaction` they all commit together or not at all. */
 export interface StoreOps {
+  /** The entry of a stored key, if any. */
   getEntry(key: string): Promise<StoredEntry | undefined>;
+  /** Entries whose `sessionId` matches (normally one). */
   findEntriesBySessionId(sessionId: string): Promise<StoredEntry[]>;
+  /** Entries with this label. */
   findEntriesByLabel(label: string): Promise<StoredEntry[]>;
+  /** Creates or replaces an entry. */
   putEntry(entry: StoredEntry): Promise<void>;
-  deleteEntry(key: string, options?: { transcript?: boolean }): Promise<boolean>;
+  /** Deletes an entry (and its transcript unless `transcript: false`); false when there was none. */
+  deleteEntry(key: string, options?: { transcript?: boolean | undefined }): Promise<boolean>;
   /** Newest `updatedAt` first (ties by key). */
   listEntries(query: ListEntriesQuery): Promise<StoredEntry[]>;
+  /** How many sessions are stored. */
   countEntries(): Promise<number>;
 
   /** Appends and returns the message with its sequence number. */
   appendMessage(sessionKey: string, message: TranscriptMessage): Promise<StoredMessage>;
   /** The newest `limit` messages before `beforeSeq` (exclusive), oldest first. Cost ∝ limit. */
-  readMessages(sessionKey: string, options: { limit: number; beforeSeq?: number }): Promise<StoredMessage[]>;
+  readMessages(
+    sessionKey: string,
+    options: { limit: number; beforeSeq?: number | undefined },
+  ): Promise<StoredMessage[]>;
+  /** How many messages a session's transcript holds. */
   countMessages(sessionKey: string): Promise<number>;
 
+  /** Creates or replaces a run. */
   putRun(run: RunRecord): Promise<void>;
+  /** A run by id, if any. */
   getRun(runId: string): Promise<RunRecord | undefined>;
+  /** The run an idempotency key already started, if any. */
   findRunByIdempotencyKey(idempotencyKey: string): Promise<RunRecord | undefined>;
+  /** Runs in any of these statuses. */
   listRunsByStatus(statuses: readonly RunStatus[]): Promise<RunRecord[]>;
   /** Runs with a `followUp` not yet marked done. */
   listPendingFollowUps(): Promise<RunRecord[]>;
 
   /** Inserts unless a record with the same idempotency key exists; returns the stored one either way. */
   enqueueDelivery(record: DeliveryRecord): Promise<{ record: DeliveryRecord; created: boolean }>;
+  /** Replaces an outbox record. */
   putDelivery(record: DeliveryRecord): Promise<void>;
+  /** An outbox record by id, if any. */
   getDelivery(id: string): Promise<DeliveryRecord | undefined>;
+  /** Outbox records matching the query. */
   listDeliveries(query: ListDeliveriesQuery): Promise<DeliveryRecord[]>;
   /** Queued deliveries, soonest `nextAttemptAt` first. */
   listQueuedDeliveries(limit: number): Promise<DeliveryRecord[]>;
 
+  /** Records the route a session was last reached on (per channel and account). */
   putRoute(route: RouteRecord): Promise<void>;
+  /** A session's recorded routes. */
   listRoutes(sessionKey: string): Promise<RouteRecord[]>;
 
+  /** Creates or replaces a sub-agent record. */
   putSubagent(record: SubagentRecord): Promise<void>;
+  /** The sub-agent record of a child session, if any. */
   getSubagent(childKey: string): Promise<SubagentRecord | undefined>;
+  /** Sub-agent records matching the query. */
   listSubagents(query: {
-    requesterKey?: string;
-    statuses?: readonly SubagentStatus[];
+    requesterKey?: string | undefined;
+    statuses?: readonly SubagentStatus[] | undefined;
   }): Promise<SubagentRecord[]>;
   /** Records with `archiveAt <= now` whose child is not yet archived. */
   listArchiveDue(now: number): Promise<SubagentRecord[]>;
+  /** The earliest archive deadline still pending, if any. */
   nextArchiveAt(): Promise<number | undefined>;
 
+  /** Creates or replaces a thread binding. */
   putThreadBinding(record: ThreadBindingRecord): Promise<void>;
+  /** The binding of a platform thread, if any. */
   getThreadBinding(
     channel: string,
     accountId: string,
     threadId: string,
   ): Promise<ThreadBindingRecord | undefined>;
-  listThreadBindings(query?: { sessionKey?: string }): Promise<ThreadBindingRecord[]>;
+  /** Thread bindings, optionally of one session. */
+  listThreadBindings(query?: { sessionKey?: string | undefined }): Promise<ThreadBindingRecord[]>;
+  /** Removes a thread binding; false when there was none. */
   deleteThreadBinding(channel: string, accountId: string, threadId: string): Promise<boolean>;
 }
 
@@ -273,6 +320,7 @@ export interface SessionStore extends StoreOps {
   renewLease(name: string, owner: string, ttlMs: number, now: number): Promise<boolean>;
   /** Gives the lease up; false when `owner` did not hold it. */
   releaseLease(name: string, owner: string): Promise<boolean>;
+  /** A lease's current holder, if any. */
   getLease(name: string): Promise<Lease | undefined>;
   /** Leases whose name starts with `prefix`, by name; lapsed ones not yet taken over are included. */
   listLeases(prefix: string): Promise<Lease[]>;
@@ -282,6 +330,7 @@ export interface SessionStore extends StoreOps {
    */
   claimDeliveries(input: ClaimDeliveries): Promise<DeliveryRecord[]>;
 
+  /** Closes the store (after which every call fails). */
   close(): Promise<void>;
 }
 

@@ -49,34 +49,50 @@ function deliveryParams(record: DeliveryRecord) {
   };
 }
 
-/** The store's operations as synchronous SQLite calls; `emit` reports each change for the change feed. */
+/** What the operations report as they write: changes for the feed, transcript appends and deletions. */
+export interface OperationEvents {
+  emit(change: StoreChange): void;
+  appended?(sessionKey: string, message: StoredMessage, size: number): void;
+  transcriptDeleted?(sessionKey: string): void;
+}
+
+/**
+ * The store's operations as synchronous SQLite calls. Writes run inside the store's unit of work (a savepoint
+ * of its open transaction), so a write of several statements is atomic without a transaction of its own.
+ */
 export function createSqliteOperations(
   db: Database.Database,
   s: Statements,
   lists: ListStatements,
-  emit: (change: StoreChange) => void,
+  events: OperationEvents,
 ) {
-  const append = db.transaction((sessionKey: string, message: TranscriptMessage): StoredMessage => {
+  const { emit } = events;
+  const append = (sessionKey: string, message: TranscriptMessage): StoredMessage => {
     const last = s.lastSeq.get(sessionKey) as { seq: number } | undefined;
     const stored = { ...message, seq: (last?.seq ?? 0) + 1 } as StoredMessage;
-    s.insertMessage.run(sessionKey, stored.seq, JSON.stringify(stored));
+    const data = JSON.stringify(stored);
+    s.insertMessage.run(sessionKey, stored.seq, data);
+    events.appended?.(sessionKey, stored, data.length);
     return stored;
-  });
+  };
 
-  const deleteEntry = db.transaction((key: string, transcript: boolean) => {
+  const deleteEntry = (key: string, transcript: boolean) => {
     const existed = s.deleteEntry.run(key).changes > 0;
-    if (transcript) s.deleteMessages.run(key);
+    if (transcript) {
+      s.deleteMessages.run(key);
+      events.transcriptDeleted?.(key);
+    }
     return existed;
-  });
+  };
 
-  const enqueue = db.transaction((record: DeliveryRecord) => {
+  const enqueue = (record: DeliveryRecord) => {
     const inserted = s.insertDelivery.run(deliveryParams(record)).changes > 0;
     if (inserted) return { record, created: true };
     return {
       record: parse<DeliveryRecord>(s.deliveryByKey.get(record.idempotencyKey) as Row) as DeliveryRecord,
       created: false,
     };
-  });
+  };
 
   const acquire = db.transaction((input: AcquireLease): AcquireLeaseResult => {
     const row = s.acquireLease.get({
@@ -96,7 +112,7 @@ export function createSqliteOperations(
       parseAll<StoredEntry>(s.entriesBySessionId.all(sessionId) as Row[]),
     findEntriesByLabel: (label) => parseAll<StoredEntry>(s.entriesByLabel.all(label) as Row[]),
     putEntry(entry) {
-      s.putEntry.run({
+      const params = {
         key: entry.key,
         sessionId: entry.sessionId,
         agentId: entry.agentId,
@@ -107,7 +123,8 @@ export function createSqliteOperations(
         displayName: entry.displayName ?? null,
         archived: entry.archivedAt === undefined ? 0 : 1,
         data: JSON.stringify(entry),
-      });
+      };
+      if (s.putEntry.run(params).changes === 0) s.replaceEntry.run(params);
       emit({ type: "entry", key: entry.key, op: "put" });
     },
     deleteEntry(key, options) {
@@ -133,14 +150,15 @@ export function createSqliteOperations(
     },
     countMessages: (sessionKey) => (s.countMessages.get(sessionKey) as { n: number }).n,
     putRun(run: RunRecord) {
-      s.putRun.run({
+      const params = {
         runId: run.runId,
         status: run.status,
         idempotencyKey: run.idempotencyKey ?? null,
         followUpPending: run.followUp !== undefined && run.followUpDone !== true ? 1 : 0,
         owner: run.owner ?? null,
         data: JSON.stringify(run),
-      });
+      };
+      if (s.putRun.run(params).changes === 0) s.replaceRun.run(params);
       emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
     },
     getRun: (runId) => parse<RunRecord>(s.getRun.get(runId) as Row | undefined),
@@ -238,5 +256,12 @@ export function createSqliteOperations(
     },
   };
 
-  return { core, leases };
+  /** The newest `limit` messages of a transcript with the size of each, oldest first (to fill a cache). */
+  const tail = (sessionKey: string, limit: number): { message: StoredMessage; size: number }[] => {
+    const rows = s.readMessages.all(sessionKey, Number.MAX_SAFE_INTEGER, limit) as Row[];
+    rows.reverse();
+    return rows.map((row) => ({ message: JSON.parse(row.data) as StoredMessage, size: row.data.length }));
+  };
+
+  return { core, leases, tail };
 }

@@ -9,11 +9,19 @@ const SQL = {
   getEntry: "SELECT data FROM entries WHERE key = ?",
   entriesBySessionId: "SELECT data FROM entries WHERE session_id = ?",
   entriesByLabel: "SELECT data FROM entries WHERE label = ?",
+  // A new entry, or the common write of an existing one: only `updated_at` and the record change. Setting only
+  // those columns spares the indexes on the others (a random page each, for `session_id`); when another column
+  // changed the upsert changes nothing (0 rows) and `replaceEntry` writes them all.
   putEntry: `INSERT INTO entries (key, session_id, agent_id, kind, updated_at, spawned_by, label, display_name, archived, data)
        VALUES (@key, @sessionId, @agentId, @kind, @updatedAt, @spawnedBy, @label, @displayName, @archived, @data)
-       ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, agent_id = excluded.agent_id,
-         kind = excluded.kind, updated_at = excluded.updated_at, spawned_by = excluded.spawned_by,
-         label = excluded.label, display_name = excluded.display_name, archived = excluded.archived, data = excluded.data`,
+       ON CONFLICT (key) DO UPDATE SET updated_at = excluded.updated_at, data = excluded.data
+       WHERE entries.session_id = excluded.session_id AND entries.agent_id = excluded.agent_id
+         AND entries.kind = excluded.kind AND entries.spawned_by IS excluded.spawned_by
+         AND entries.label IS excluded.label AND entries.display_name IS excluded.display_name
+         AND entries.archived = excluded.archived`,
+  replaceEntry: `UPDATE entries SET session_id = @sessionId, agent_id = @agentId, kind = @kind, updated_at = @updatedAt,
+         spawned_by = @spawnedBy, label = @label, display_name = @displayName, archived = @archived, data = @data
+       WHERE key = @key`,
   deleteEntry: "DELETE FROM entries WHERE key = ?",
   deleteMessages: "DELETE FROM messages WHERE session_key = ?",
   countEntries: "SELECT COUNT(*) AS n FROM entries",
@@ -22,10 +30,16 @@ const SQL = {
   readMessages: "SELECT seq, data FROM messages WHERE session_key = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
   // Sequence numbers are contiguous from 1, so the last one is the count (an index seek, not a scan).
   countMessages: "SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE session_key = ?",
+  // A run keeps its idempotency key: later writes leave that (random) index alone. Should the key differ, the
+  // upsert changes nothing (0 rows) and `replaceRun` writes every column.
   putRun: `INSERT INTO runs (run_id, status, idempotency_key, follow_up_pending, owner, data)
        VALUES (@runId, @status, @idempotencyKey, @followUpPending, @owner, @data)
-       ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, idempotency_key = excluded.idempotency_key,
-         follow_up_pending = excluded.follow_up_pending, owner = excluded.owner, data = excluded.data`,
+       ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, follow_up_pending = excluded.follow_up_pending,
+         owner = excluded.owner, data = excluded.data
+       WHERE runs.idempotency_key IS excluded.idempotency_key`,
+  replaceRun: `UPDATE runs SET status = @status, idempotency_key = @idempotencyKey, follow_up_pending = @followUpPending,
+         owner = @owner, data = @data
+       WHERE run_id = @runId`,
   getRun: "SELECT data FROM runs WHERE run_id = ?",
   runByKey: "SELECT data FROM runs WHERE idempotency_key = ?",
   // One JSON array parameter, whatever the number of statuses: the SQL text never depends on it.
@@ -103,7 +117,10 @@ export interface ListStatements {
   size(): number;
   entries(query: ListEntriesQuery): PreparedQuery;
   deliveries(query: ListDeliveriesQuery): PreparedQuery;
-  subagents(query: { requesterKey?: string; statuses?: readonly SubagentStatus[] }): PreparedQuery;
+  subagents(query: {
+    requesterKey?: string | undefined;
+    statuses?: readonly SubagentStatus[] | undefined;
+  }): PreparedQuery;
 }
 
 export interface PreparedQuery {

@@ -3,14 +3,19 @@ import { dirname, join, resolve } from "node:path";
 import { SessionsError } from "@sessions/core";
 import Database from "better-sqlite3";
 import { holderGone } from "../lease-liveness.js";
-import { LEASE_WRITES, type Lease, type SessionStore, STORE_WRITES } from "../types.js";
-import { createUnitCoordinator, type UnitHooks } from "../unit-of-work.js";
+import { LEASE_WRITES, type Lease, type SessionStore, STORE_WRITES, type StoredMessage } from "../types.js";
+import { createUnitCoordinator } from "../unit-of-work.js";
+import { type Checkpointer, startCheckpointer } from "./checkpointer.js";
 import { createSqliteOperations } from "./operations.js";
 import { claimFileOwnership, type FileOwnership, inUseError, OWNER_LEASE } from "./ownership.js";
+import { openReader, type Reader } from "./reader.js";
 import { assertKnownVersion, migrate, schemaVersion } from "./schema.js";
 import { createListStatements, prepareStatements } from "./statements.js";
-import { toWriteError, withWriteErrors } from "./write-errors.js";
+import { copyJson, TranscriptTails } from "./transcript-tails.js";
+import { sqliteUnitHooks } from "./unit-hooks.js";
+import { withWriteErrors } from "./write-errors.js";
 
+/** Options of `createSqliteStore`. */
 export interface SqliteStoreOptions {
   /** The database file (created with its folder if missing). `":memory:"` for a private in-memory database. */
   path: string;
@@ -18,10 +23,22 @@ export interface SqliteStoreOptions {
    * `normal` (default) survives a killed process, which is what crash safety here means; `full` also survives
    * power loss at the cost of an fsync per write.
    */
-  synchronous?: "normal" | "full";
+  synchronous?: "normal" | "full" | undefined;
   /** Cap the database size in pages, for tests and quotas: a write past it fails with `storage_full`. */
-  maxPageCount?: number;
+  maxPageCount?: number | undefined;
 }
+
+/**
+ * A store that has committed this many units of work checkpoints its WAL on a worker thread from then on (short
+ * lived stores, as in tests, never start one).
+ */
+const BACKGROUND_CHECKPOINTS_AFTER = 1_000;
+/**
+ * The writer still checkpoints on its own once the WAL has this many pages: by then the worker has copied nearly
+ * all of them, and a checkpoint that completes lets the next write start the WAL afresh, which keeps it — and
+ * every page lookup in it — small under constant load.
+ */
+const BACKSTOP_CHECKPOINT_PAGES = 4_096;
 
 const statementCounts = new WeakMap<SessionStore, () => number>();
 
@@ -38,6 +55,10 @@ function openDatabase(file: string, options: SqliteStoreOptions): Database.Datab
     db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
     db.pragma("busy_timeout = 5000");
     db.pragma("foreign_keys = OFF");
+    // A unit is a savepoint: keep its undo pages (the statement journal) in memory, not in a temporary file.
+    db.pragma("temp_store = MEMORY");
+    // Keep the WAL file from staying at its largest size after a burst (it is reset once checkpointed).
+    db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
     return db;
   } catch (cause) {
     throw new SessionsError(
@@ -68,8 +89,10 @@ function assertFileFree(db: Database.Database, file: string): void {
 
 /**
  * The default store: one SQLite file (WAL) holding entries, transcripts, runs, the outbox, routes, sub-agents
- * and leases, owned by one process at a time. Transactions are `BEGIN IMMEDIATE` … `COMMIT` around the awaited
- * work; while one is open, other calls on this store wait for it (when none is open they run at once).
+ * and leases, owned by one process at a time. Units of work run one at a time on the writing connection, each a
+ * savepoint inside `BEGIN IMMEDIATE` … `COMMIT`; units that queue up meanwhile share that transaction (group
+ * commit), and each caller hears back only after the COMMIT. Reads outside a unit while a transaction is open use
+ * a second, read-only connection that sees committed state, so they never wait for it.
  */
 export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
   if (typeof options?.path !== "string" || options.path.trim() === "") {
@@ -83,6 +106,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
   let failure: SessionsError | undefined;
   let closed = false;
 
+  let reader: Reader | undefined;
+  let checkpointer: Checkpointer | undefined;
+  let committedUnits = 0;
+
   const units = (() => {
     try {
       const version = schemaVersion(db);
@@ -93,51 +120,56 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         db.pragma(`max_page_count = ${Math.floor(options.maxPageCount)}`);
       const s = prepareStatements(db);
       const lists = createListStatements(db);
-      const ops = createSqliteOperations(db, s, lists, (change) => coordinator.emit(change));
+      // Committed transcript tails for the reader, kept in step after each commit (appends extend them,
+      // deletions drop them). An in-memory database has no reader, so no tails either.
+      const tails = file === ":memory:" ? undefined : new TranscriptTails();
+      const ops = createSqliteOperations(db, s, lists, {
+        emit: (change) => coordinator.emit(change),
+        ...(tails === undefined
+          ? {}
+          : {
+              appended: (key: string, message: StoredMessage, size: number) => {
+                const copy = copyJson(message);
+                coordinator.afterCommit(() => tails.append(key, copy, size));
+              },
+              transcriptDeleted: (key: string) => coordinator.afterCommit(() => tails.forget(key)),
+            }),
+      });
       const core = withWriteErrors(ops.core, STORE_WRITES, file);
       const leases = withWriteErrors(ops.leases, LEASE_WRITES, file);
-      const hooks: UnitHooks = {
-        begin() {
-          try {
-            s.begin.run();
-          } catch (error) {
-            throw toWriteError(error, file);
-          }
-        },
-        commit() {
-          if (!db.inTransaction) {
-            throw new SessionsError(
-              "unavailable",
-              `SQLite rolled the transaction back after an error; nothing of it was written to ${file}`,
-            );
-          }
-          try {
-            s.commit.run();
-          } catch (error) {
-            throw toWriteError(error, file);
-          }
-        },
-        rollback() {
-          if (db.inTransaction) s.rollback.run();
-        },
-        savepoint: (depth) => db.exec(`SAVEPOINT unit_${depth}`),
-        releaseSavepoint: (depth) => db.exec(`RELEASE unit_${depth}`),
-        rollbackToSavepoint(depth) {
-          if (db.inTransaction) db.exec(`ROLLBACK TO unit_${depth}; RELEASE unit_${depth}`);
-        },
-      };
-      const coordinator = createUnitCoordinator(hooks, core);
+      // Reads outside a unit while a transaction is open use a second, read-only connection: it sees committed
+      // state only, so they never wait for the open transaction (an in-memory database has no second connection:
+      // reads wait instead). Transcript reads go to it always: it serves them from the tails in memory.
+      if (tails !== undefined) reader = openReader(file, tails);
+      const hooks = sqliteUnitHooks(db, s, file, (units) => {
+        const before = committedUnits;
+        committedUnits += units;
+        const due = before < BACKGROUND_CHECKPOINTS_AFTER && committedUnits >= BACKGROUND_CHECKPOINTS_AFTER;
+        if (due && file !== ":memory:" && !closed) {
+          checkpointer = startCheckpointer(file, options.synchronous === "full" ? "FULL" : "NORMAL");
+          // The writer still checkpoints on its own should the WAL outgrow this (the worker stalled or failed).
+          if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+        }
+      });
+      const coordinator = createUnitCoordinator(hooks, core, {
+        groupCommit: true,
+        ...(reader === undefined
+          ? {}
+          : { reader: reader.ops, readerAlways: ["readMessages", "countMessages"] }),
+      });
       if (file !== ":memory:") {
         ownership = claimFileOwnership(file, leases, (beat) => {
-          void (async () => {
-            while (coordinator.blocked()) await coordinator.idle();
-            if (!closed) beat();
-          })();
+          void coordinator
+            .write(() => {
+              if (!closed) beat();
+            })
+            .catch(() => undefined);
         });
       }
-      const statementCount = () => Object.keys(s).length + lists.size();
+      const statementCount = () => Object.keys(s).length + lists.size() + (reader?.statementCount() ?? 0);
       return { coordinator, core, leases, statementCount };
     } catch (error) {
+      reader?.close();
       db.close();
       throw error;
     }
@@ -155,19 +187,21 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     transcriptPath(sessionId) {
       return file === ":memory:" ? undefined : `${join(dirname(file), "transcripts", sessionId)}.jsonl`;
     },
-    ...coordinator.guard(units.core, check),
-    ...coordinator.guard(units.leases, check),
+    ...coordinator.guard(units.core, STORE_WRITES, check),
+    ...coordinator.guard(units.leases, LEASE_WRITES, check),
     async transaction(work) {
       check();
       return coordinator.transaction(work);
     },
     watch: (listener) => coordinator.watch(listener),
     async close() {
-      while (coordinator.blocked()) await coordinator.idle();
+      await coordinator.drain();
       if (closed) return;
       closed = true;
       failure = new SessionsError("unavailable", "The SQLite store is closed");
+      await checkpointer?.stop();
       ownership?.release();
+      reader?.close();
       db.close();
     },
   };
