@@ -6,13 +6,15 @@ const { version } = JSON.parse(readFileSync(new URL("./package.json", import.met
 };
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/ai-sdk.ts"],
+  entry: ["src/index.ts", "src/ai-sdk.ts", "src/store-contract.ts"],
   format: ["esm", "cjs"],
   dts: true,
   sourcemap: true,
   clean: true,
   target: "node20",
   platform: "node",
-  external: ["better-sqlite3", "ai", "ws"],
+  // `import.meta.url` in the CommonJS build (the SQLite checkpointer resolves its driver from it).
+  shims: true,
+  external: ["better-sqlite3", "ai", "ws", "vitest"],
   define: { __SESSIONS_VERSION__: JSON.stringify(version) },
 });

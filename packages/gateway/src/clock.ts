@@ -1,7 +1,10 @@
 /** Time as the gateway sees it. Inject a manual clock in tests to move time without waiting. */
 export interface Clock {
+  /** Milliseconds since the epoch. */
   now(): number;
+  /** Calls `fn` after `ms`; returns a handle for `clearTimeout`. */
   setTimeout(fn: () => void, ms: number): unknown;
+  /** Cancels a timer from `setTimeout`. */
   clearTimeout(handle: unknown): void;
 }
 
@@ -12,6 +15,7 @@ interface ChunkedTimer {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
+/** The real clock (timers longer than Node's maximum are re-armed). */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => {

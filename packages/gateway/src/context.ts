@@ -1,6 +1,7 @@
 import type { Logger, SessionsConfig } from "@sessions/core";
 import type { ChannelAdapterV1 } from "./adapter.js";
 import type { Clock, DeadlineTimer } from "./clock.js";
+import type { ClusterRuntime } from "./cluster/index.js";
 import type { Outbox } from "./delivery/outbox.js";
 import type { GatewayEvent } from "./gateway.js";
 import type { Lanes } from "./lanes.js";
@@ -51,6 +52,8 @@ export interface GatewayContext {
   readonly knownModels: readonly string[] | undefined;
   /** How many recent messages a run sees. */
   readonly historyWindow: number;
+  /** Set when several gateways share the store: session lanes then hold across all of them. */
+  readonly cluster?: ClusterRuntime | undefined;
   emit(event: GatewayEvent): void;
   /** Told of every run as soon as it is recorded, before it can emit an event (the server routes by it). */
   onRunCreated?(run: RunRecord): void;

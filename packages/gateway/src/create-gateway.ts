@@ -9,6 +9,12 @@ import {
 import type { ChannelAdapterV1 } from "./adapter.js";
 import { sweepBindings, threadClosed } from "./bindings/expiry.js";
 import { createDeadlineTimer, systemClock } from "./clock.js";
+import {
+  clusterSettings,
+  type HeldConnection,
+  holdExclusiveConnection,
+  startCluster,
+} from "./cluster/index.js";
 import type { Channels, GatewayContext, Tasks } from "./context.js";
 import { createOutbox } from "./delivery/outbox.js";
 import type { Gateway, GatewayEvent, GatewayOptions } from "./gateway.js";
@@ -96,6 +102,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Servers route events by run: they learn of each run before it can emit.
   const runWatchers = new Set<(run: CreatedRun) => void>();
   const owner = randomUUID();
+  const cluster = clusterSettings(options.cluster, store);
+  let clustered: ReturnType<typeof startCluster> | undefined;
+  const connections = new Set<HeldConnection>();
   const ctx: GatewayContext = {
     owner,
     config,
@@ -127,8 +136,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     extraTools: options.tools ?? [],
     knownModels: options.models ?? options.runner.models,
     historyWindow: Math.max(1, options.historyWindow ?? 50),
+    get cluster() {
+      return clustered;
+    },
     emit,
     onRunCreated: (run) => {
+      clustered?.runCreated(run.runId);
       for (const watcher of runWatchers) {
         try {
           watcher(run);
@@ -142,14 +155,23 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Waits end on the store's change feed, so a run that ends anywhere (here or in another process) wakes them.
   const unwatch = store.watch((change) => {
     if (change.type !== "run" || !isFinal(change.status) || !ctx.runs.isAwaited(change.runId)) return;
+    // A run this process ends itself wakes its waiters as it ends (no read needed).
+    if (ctx.runs.localRun(change.runId) !== undefined) return;
     store.getRun(change.runId).then(
       (run) => run !== undefined && ctx.runs.settle(run),
       (error) => logger.warn("run re-read failed", { runId: change.runId, error: String(error) }),
     );
   });
+  // Several gateways on the store: shared lanes, other gateways' run events, and recovery every few seconds.
+  if (cluster !== undefined) {
+    clustered = startCluster(ctx, cluster, async () => {
+      await recoverRuns(ctx);
+      await ctx.outbox.replay();
+    });
+  }
   let lease: { release(): Promise<void> } | undefined;
   const ready = (async () => {
-    lease = await holdGatewayLease(ctx);
+    lease = await holdGatewayLease(ctx, cluster?.leaseTtlMs);
     await recoverRuns(ctx);
     await ctx.outbox.replay();
     await sweepArchive(ctx);
@@ -236,10 +258,29 @@ export function createGateway(options: GatewayOptions): Gateway {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    holdConnection(name, connection) {
+      if (typeof name !== "string" || name.trim() === "" || name.length > 200) {
+        throw new SessionsError("invalid_params", "holdConnection: name must be 1–200 characters", {
+          field: "name",
+        });
+      }
+      if (typeof connection?.start !== "function" || typeof connection.stop !== "function") {
+        throw new SessionsError("invalid_params", "holdConnection: connection needs start() and stop()", {
+          field: "connection",
+        });
+      }
+      if (closed) throw new SessionsError("unavailable", "The gateway is closed");
+      const settings = cluster ?? (clusterSettings(true, store) as NonNullable<typeof cluster>);
+      const held = holdExclusiveConnection({ store, clock, owner, settings, logger }, name, connection);
+      connections.add(held);
+      return held;
+    },
     async close(opts = {}) {
       if (closed) return;
       // Graceful order: refuse new connections, let running work finish (up to drainMs), then say shutdown.
       for (const server of servers) server.stopAccepting();
+      // Exclusive connections go first, so another gateway takes them over while this one drains.
+      await Promise.all([...connections].map((held) => held.release()));
       await ready.catch(() => undefined);
       const deadline = Date.now() + (opts.drainMs ?? 5000);
       while (background.size > 0 && Date.now() < deadline) {
@@ -258,6 +299,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       ctx.timers.bindings.stop();
       await Promise.allSettled([...background]);
       unwatch();
+      await clustered?.stop();
       await lease?.release();
       await store.close();
     },

@@ -88,7 +88,7 @@ export async function sweepBindings(ctx: GatewayContext): Promise<void> {
 /** An adapter reports a thread archived or deleted: its binding ends now. */
 export async function threadClosed(
   ctx: GatewayContext,
-  event: { channel: string; accountId?: string; threadId: string },
+  event: { channel: string; accountId?: string | undefined; threadId: string },
 ): Promise<boolean> {
   const channel = normalizeChannelId(event.channel, ctx.channels.aliases);
   if (channel === undefined || typeof event.threadId !== "string") {

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   describeSendPolicyDecision,
   explainSendPolicy,
@@ -8,16 +7,18 @@ import {
 } from "@sessions/core";
 import type { ChannelAdapterV1, DeliveryTarget } from "../adapter.js";
 import { type Clock, createDeadlineTimer } from "../clock.js";
+import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { DeliveryKind, DeliveryRecord, SessionStore, StoreOps } from "../store/types.js";
 
+/** Retry policy of the delivery outbox (`GatewayOptions.outbox`). */
 export interface OutboxOptions {
   /** Attempts before a delivery is marked `failed` (default 6). */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** First retry delay; doubles per attempt with ±20% jitter (default 1,000 ms). */
-  baseDelayMs?: number;
-  maxDelayMs?: number;
+  baseDelayMs?: number | undefined;
+  maxDelayMs?: number | undefined;
   /** An adapter call that has not settled after this long counts as a failed attempt (default 30,000 ms). */
-  attemptTimeoutMs?: number;
+  attemptTimeoutMs?: number | undefined;
 }
 
 export interface OutboxDeps {
@@ -29,7 +30,7 @@ export interface OutboxDeps {
   onFinal: (record: DeliveryRecord) => void;
   /** This gateway instance: it claims deliveries under this name (see `SessionStore.claimDeliveries`). */
   owner: string;
-  options?: OutboxOptions;
+  options?: OutboxOptions | undefined;
 }
 
 /** A delivery written inside a unit of work: call `committed()` once the unit has committed, to send it. */
@@ -42,11 +43,11 @@ export interface EnqueueDelivery {
   idempotencyKey: string;
   kind: DeliveryKind;
   sessionKey: string;
-  runId?: string;
+  runId?: string | undefined;
   target: DeliveryTarget;
   text: string;
   /** Recorded as `suppressed` right away (with this reason) instead of being sent. */
-  suppressedReason?: string;
+  suppressedReason?: string | undefined;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
@@ -185,7 +186,7 @@ export function createOutbox(deps: OutboxDeps) {
   async function record(input: EnqueueDelivery, tx: StoreOps = store): Promise<RecordedDelivery> {
     const now = clock.now();
     const fresh: DeliveryRecord = {
-      id: randomUUID(),
+      id: timeOrderedId(),
       idempotencyKey: input.idempotencyKey,
       kind: input.kind,
       sessionKey: input.sessionKey,

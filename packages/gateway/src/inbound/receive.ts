@@ -15,7 +15,8 @@ import type { DeliveryTarget } from "../adapter.js";
 import { touchThreadBinding } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
 import { startRun } from "../runs/start.js";
-import { ensureEntry, touchEntry, updateEntry } from "../sessions/entries.js";
+import { kindOf, newEntry, updateEntry } from "../sessions/entries.js";
+import type { RouteRecord, StoredEntry, StoreOps } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";
 import { validateInbound } from "./inbound-schema.js";
 
@@ -56,21 +57,15 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
     accountId,
     ...(threadId === undefined ? {} : { threadId }),
   };
-  await ensureEntry(ctx, key, {
+  // The session entry (created if new), its route, and where replies go — one unit of work, which for a run
+  // is the run's own first one (`prepare`): a message costs no write transaction of its own.
+  const init: Partial<StoredEntry> = {
     channel,
     chatType: inbound.chatType,
     ...(inbound.displayName ? { displayName: inbound.displayName } : {}),
-  });
-  await store.putRoute({
-    sessionKey: key,
-    channel,
-    accountId,
-    to: inbound.to,
-    ...(threadId === undefined ? {} : { threadId }),
-    updatedAt: clock.now(),
-  });
-  // Internal surfaces (web chat UI, internal) are recorded as routes but never replace the session's route.
-  await touchEntry(ctx, key, {
+  };
+  const patch: Partial<StoredEntry> = {
+    // Internal surfaces (web chat UI, internal) are recorded as routes but never replace the session's route.
     ...(INTERNAL_ROUTE_CHANNELS.has(channel)
       ? {}
       : {
@@ -81,10 +76,28 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
           ...(threadId === undefined ? {} : { lastThreadId: threadId }),
         }),
     ...(inbound.displayName ? { displayName: inbound.displayName } : {}),
-  });
+  };
+  const routeRecord: RouteRecord = {
+    sessionKey: key,
+    channel,
+    accountId,
+    to: inbound.to,
+    ...(threadId === undefined ? {} : { threadId }),
+    updatedAt: clock.now(),
+  };
+  let recorded: { created: boolean } | undefined;
+  const record = async (tx: StoreOps) => {
+    recorded = await recordInbound(ctx, tx, key, init, patch, routeRecord);
+  };
+  const announce = () => {
+    if (recorded?.created) ctx.emit({ type: "sessions.changed", key, reason: "created" });
+    if (recorded !== undefined) ctx.emit({ type: "sessions.changed", key, reason: "updated" });
+  };
 
   const command = parseSendCommand(inbound.text);
   if (command !== null) {
+    await store.transaction(record);
+    announce();
     const applied = inbound.isOwner === true && command.mode !== null;
     const notice = await applySendCommand(ctx, key, inbound.isOwner === true, command.mode);
     await ctx.outbox.enqueue({
@@ -99,6 +112,7 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
 
   const entry = await store.getEntry(key);
   const { run, created } = await startRun(ctx, {
+    prepare: record,
     sessionKey: key,
     kind: "chat",
     input: {
@@ -113,7 +127,29 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
     deliverTo: route,
     tools: toolContextFor(ctx, entry, key, findAgentConfig(config, agentId)?.sandboxed === true),
   });
+  announce();
   return { sessionKey: key, runId: run.runId, ...(created ? {} : { duplicate: true }) };
+}
+
+/** What a message records on its session: the entry (created if new) with `patch`, touched, and its route. */
+async function recordInbound(
+  ctx: GatewayContext,
+  tx: StoreOps,
+  key: string,
+  init: Partial<StoredEntry>,
+  patch: Partial<StoredEntry>,
+  route: RouteRecord,
+): Promise<{ created: boolean }> {
+  const current = await tx.getEntry(key);
+  const next: StoredEntry = {
+    ...(current ?? newEntry(ctx, key, init)),
+    ...patch,
+    updatedAt: ctx.clock.now(),
+  };
+  next.kind = kindOf(ctx, next);
+  await tx.putEntry(next);
+  await tx.putRoute(route);
+  return { created: current === undefined };
 }
 
 /** `/send on|off|inherit` from the chat (SPEC 8.3): owners only; returns the notice to post back. */

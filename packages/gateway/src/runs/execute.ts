@@ -7,6 +7,7 @@ import { buildTools } from "../tools/build.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
 import { RunAborted, RunTimeout } from "./run-table.js";
 import type { RunSpec } from "./start.js";
+import { isFinal } from "./wait.js";
 
 /**
  * Runs one queued run on its lane: marks it running, hands the runner the history window and tools, records the
@@ -18,27 +19,35 @@ export async function executeRun(
   spec: RunSpec,
   input: StoredMessage,
   controller: AbortController,
+  /** The session entry as the run's start left it, when the run started at once (it saves a read). */
+  known?: { entry: StoredEntry | undefined },
 ): Promise<RunRecord> {
   const { store, clock } = ctx;
   const release = spec.subagentSlot ? await ctx.runs.subagentSlots.acquire() : undefined;
   let timer: unknown;
   let run: RunRecord = { ...queued, status: "running", startedAt: queued.startedAt ?? clock.now() };
   let usage: RunUsage | undefined;
+  // Set when someone else ended the run before it started: its waiters here learn of it all the same.
+  let ended: RunRecord | undefined;
   try {
     if (ctx.tasks.closed) throw new SessionsError("unavailable", "gateway closed before the run started");
     if (controller.signal.aborted) throw controller.signal.reason;
     if (queued.status === "queued") {
       // It waited behind another run: it may have been ended meanwhile (recovery, delete); else it starts now.
       const latest = await store.getRun(queued.runId);
-      if (latest !== undefined && latest.status !== "queued") return latest;
+      if (latest !== undefined && latest.status !== "queued") {
+        ended = latest;
+        return latest;
+      }
       await store.putRun(run);
+      ctx.runs.update(run);
     }
     emitStart(ctx, run);
     if (spec.timeoutMs !== undefined && spec.timeoutMs > 0) {
       const seconds = Math.round(spec.timeoutMs / 1000);
       timer = clock.setTimeout(() => controller.abort(new RunTimeout(seconds)), spec.timeoutMs);
     }
-    const entry = await store.getEntry(spec.sessionKey);
+    const entry = known !== undefined ? known.entry : await store.getEntry(spec.sessionKey);
     const history = await store.readMessages(spec.sessionKey, {
       limit: ctx.historyWindow,
       beforeSeq: input.seq + 1,
@@ -85,6 +94,11 @@ export async function executeRun(
     if (timer !== undefined) clock.clearTimeout(timer);
     ctx.runs.unregister(queued.runId);
     release?.();
+    if (ended !== undefined) {
+      // Final: wake its waiters here. Not final (another gateway runs it): the change feed will.
+      if (isFinal(ended.status)) ctx.runs.settle(ended);
+      else ctx.runs.disown(ended.runId);
+    }
   }
   run = await recordEnd(ctx, run, usage);
   emitFinal(ctx, run);

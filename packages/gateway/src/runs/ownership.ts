@@ -11,22 +11,35 @@ export const gatewayLeaseName = (owner: string) => `gateway:${owner}`;
  * This gateway instance says it is alive: a lease named after it, renewed on a heartbeat (real time, unref'd)
  * and given up on close. Runs record their owner; recovery takes over only runs whose owner is gone.
  */
-export async function holdGatewayLease(deps: {
-  store: SessionStore;
-  clock: Clock;
-  owner: string;
-}): Promise<{ release(): Promise<void> }> {
+export async function holdGatewayLease(
+  deps: {
+    store: SessionStore;
+    clock: Clock;
+    owner: string;
+  },
+  /** Shorter in cluster mode, so that other gateways take a dead one's work over sooner. */
+  ttlMs = GATEWAY_LEASE_TTL_MS,
+): Promise<{ release(): Promise<void> }> {
   const name = gatewayLeaseName(deps.owner);
-  await deps.store.acquireLease({
-    name,
-    owner: deps.owner,
-    ttlMs: GATEWAY_LEASE_TTL_MS,
-    now: deps.clock.now(),
-    data: leaseHolderData(),
-  });
-  const heartbeat = setInterval(() => {
-    deps.store.renewLease(name, deps.owner, GATEWAY_LEASE_TTL_MS, deps.clock.now()).catch(() => undefined);
-  }, HEARTBEAT_MS);
+  const take = () =>
+    deps.store.acquireLease({
+      name,
+      owner: deps.owner,
+      ttlMs,
+      now: deps.clock.now(),
+      data: leaseHolderData(),
+    });
+  await take();
+  const heartbeat = setInterval(
+    () => {
+      // Renewed, or taken again after a stall longer than the lease (the gateway is alive after all).
+      deps.store
+        .renewLease(name, deps.owner, ttlMs, deps.clock.now())
+        .then((renewed) => (renewed ? undefined : take()))
+        .catch(() => undefined);
+    },
+    ttlMs === GATEWAY_LEASE_TTL_MS ? HEARTBEAT_MS : Math.max(100, Math.floor(ttlMs / 3)),
+  );
   heartbeat.unref();
   return {
     async release() {

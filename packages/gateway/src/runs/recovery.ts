@@ -6,27 +6,68 @@ import { subagentFinished } from "../subagents/finished.js";
 import { ownerLiveness } from "./ownership.js";
 import { isFinal } from "./wait.js";
 
-/** How many queued deliveries one start looks at to free the claims of gone gateways. */
+/** How many queued deliveries one pass looks at to free the claims of gone gateways. */
 const DELIVERY_SCAN = 10_000;
+/** Interrupted runs ended per unit of work. */
+const RUNS_PER_UNIT = 200;
 
 /**
- * After a restart, for work whose owner is gone (its gateway lease lapsed or its process died): runs left queued
- * or running end as errors; sub-agents whose run ended get their announce; `sessions_send` follow-ups resume;
- * deliveries it had claimed are freed for the outbox. Each of those is keyed, so none happens twice.
+ * Makes this gateway the owner of `run`, whose owner is gone, unless another gateway (recovering at the same
+ * time) got there first: one unit of work re-reads it, so of several gateways exactly one resumes its work.
+ */
+async function takeOver(
+  ctx: GatewayContext,
+  run: RunRecord,
+  stored: boolean,
+): Promise<RunRecord | undefined> {
+  return ctx.store.transaction(async (tx) => {
+    const latest = await tx.getRun(run.runId);
+    if (stored ? latest === undefined || latest.owner !== run.owner : latest !== undefined) return undefined;
+    const mine: RunRecord = { ...(latest ?? run), owner: ctx.owner };
+    await tx.putRun(mine);
+    return mine;
+  });
+}
+
+/**
+ * For work whose owner is gone (its gateway lease lapsed or its process died) — at start, and in cluster mode on
+ * every recovery pass: runs left queued or running end as errors; sub-agents whose run ended get their announce;
+ * `sessions_send` follow-ups resume; deliveries it had claimed are freed (first) and sent. Each is taken over in a
+ * unit of work that re-reads it, so when several gateways recover at once exactly one does each; and each step
+ * after is keyed, so none happens twice.
  */
 export async function recoverRuns(ctx: GatewayContext): Promise<void> {
   const { store, clock } = ctx;
   const gone = ownerLiveness(ctx);
+  // Deliveries first: they are what people wait for, and another gateway can send them at once.
+  let freed = 0;
+  for (const delivery of await store.listQueuedDeliveries(DELIVERY_SCAN)) {
+    if (delivery.leaseOwner === undefined || !(await gone(delivery.leaseOwner))) continue;
+    const { leaseOwner: _owner, leaseUntil: _until, ...free } = delivery;
+    await store.putDelivery(free);
+    freed++;
+  }
+  if (freed > 0) await ctx.outbox.replay();
+  const orphans: RunRecord[] = [];
   for (const run of await store.listRunsByStatus(["queued", "running"])) {
-    if (!(await gone(run.owner))) continue;
-    await store.putRun({
-      ...run,
-      status: "error",
-      endedAt: clock.now(),
-      error:
-        run.status === "running"
-          ? "gateway restarted while the run was in progress"
-          : "gateway restarted before the run started",
+    if (await gone(run.owner)) orphans.push(run);
+  }
+  // A few units of work for all of them (not one per run): a dead gateway may leave many.
+  for (let i = 0; i < orphans.length; i += RUNS_PER_UNIT) {
+    await store.transaction(async (tx) => {
+      for (const run of orphans.slice(i, i + RUNS_PER_UNIT)) {
+        const latest = await tx.getRun(run.runId);
+        if (latest === undefined || isFinal(latest.status) || latest.owner !== run.owner) continue;
+        await tx.putRun({
+          ...latest,
+          status: "error",
+          endedAt: clock.now(),
+          error:
+            latest.status === "running"
+              ? "gateway restarted while the run was in progress"
+              : "gateway restarted before the run started",
+        });
+      }
     });
   }
   for (const record of await store.listSubagents({ statuses: ["running", "announcing"] })) {
@@ -43,17 +84,15 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
       endedAt: clock.now(),
       error: "gateway restarted before the run started",
     };
-    if (isFinal(run.status)) {
-      await store.putSubagent({ ...record, status: "running" });
-      ctx.tasks.track(subagentFinished(ctx, record.childKey, run));
-    }
+    if (!isFinal(run.status)) continue;
+    const mine = await takeOver(ctx, run, stored !== undefined);
+    if (mine === undefined) continue;
+    await store.putSubagent({ ...record, status: "running" });
+    ctx.tasks.track(subagentFinished(ctx, record.childKey, mine));
   }
   for (const run of await store.listPendingFollowUps()) {
-    if (isFinal(run.status) && (await gone(run.owner))) ctx.tasks.track(agentToAgentFlow(ctx, run));
-  }
-  for (const delivery of await store.listQueuedDeliveries(DELIVERY_SCAN)) {
-    if (delivery.leaseOwner === undefined || !(await gone(delivery.leaseOwner))) continue;
-    const { leaseOwner: _owner, leaseUntil: _until, ...free } = delivery;
-    await store.putDelivery(free);
+    if (!isFinal(run.status) || !(await gone(run.owner))) continue;
+    const mine = await takeOver(ctx, run, true);
+    if (mine !== undefined) ctx.tasks.track(agentToAgentFlow(ctx, mine));
   }
 }

@@ -1,3 +1,4 @@
+import { assistantMessage } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { AgentRunEvent } from "../runner/types.js";
 import type { RunRecord } from "../store/types.js";
@@ -67,7 +68,8 @@ export function emitFinal(ctx: EventContext, run: RunRecord): void {
     sessionKey: run.sessionKey,
     seq: ctx.runs.nextSeq(run.runId),
     state,
-    ...(run.reply ? { message: run.reply } : {}),
+    // OpenClaw's shape: { role: "assistant", content: [{ type: "text", text }] }.
+    ...(run.reply ? { message: assistantMessage(run.reply) } : {}),
     ...(run.error ? { errorMessage: run.error } : {}),
   });
   ctx.runs.forgetSeq(run.runId);

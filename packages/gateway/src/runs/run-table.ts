@@ -31,15 +31,33 @@ export class RunTable {
   private readonly active = new Map<string, ActiveRun>();
   private readonly waiters = new Map<string, Set<(run: RunRecord) => void>>();
   private readonly seqs = new Map<string, number>();
+  /** Runs this process has scheduled and will end itself, until `settle`: their waiters need no store read. */
+  private readonly local = new Map<string, RunRecord>();
 
   constructor(maxConcurrentSubagents: number) {
     this.subagentSlots = new Semaphore(maxConcurrentSubagents);
   }
 
-  register(runId: string, sessionKey: string): AbortController {
+  register(run: RunRecord): AbortController {
     const controller = new AbortController();
-    this.active.set(runId, { controller, sessionKey });
+    this.active.set(run.runId, { controller, sessionKey: run.sessionKey });
+    this.local.set(run.runId, run);
     return controller;
+  }
+
+  /** The latest record of a run this process will end (and `settle`) itself. */
+  localRun(runId: string): RunRecord | undefined {
+    return this.local.get(runId);
+  }
+
+  /** This process will not end the run after all: its waiters are left to the change feed. */
+  disown(runId: string): void {
+    this.local.delete(runId);
+  }
+
+  /** A local run changed (it started). */
+  update(run: RunRecord): void {
+    if (this.local.has(run.runId)) this.local.set(run.runId, run);
   }
 
   unregister(runId: string): void {
@@ -91,8 +109,14 @@ export class RunTable {
     return this.waiters.has(runId);
   }
 
+  /** The runs someone here waits on (cluster mode re-reads them now and then, in case a change went unheard). */
+  awaitedRuns(): string[] {
+    return [...this.waiters.keys()];
+  }
+
   /** Wakes everyone waiting on this run (it has ended). */
   settle(run: RunRecord): void {
+    this.local.delete(run.runId);
     const set = this.waiters.get(run.runId);
     if (set === undefined) return;
     this.waiters.delete(run.runId);

@@ -1,27 +1,32 @@
-import { randomUUID } from "node:crypto";
 import { type DeliveryContext, parseSessionKey, SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
-import type { RunKind, RunRecord, StoredMessage } from "../store/types.js";
+import { timeOrderedId } from "../store/time-ordered-id.js";
+import type { RunKind, RunRecord, StoredEntry, StoredMessage, StoreOps } from "../store/types.js";
 import type { ToolContext } from "../tools/tool-context.js";
 import { executeRun } from "./execute.js";
 
 /** Everything needed to start a run; `tools: null` runs without tools (announce steps). */
 export interface RunSpec {
   /** Set when the caller must know the id before the run exists (sub-agent records). */
-  runId?: string;
-  followUp?: RunRecord["followUp"];
+  runId?: string | undefined;
+  followUp?: RunRecord["followUp"] | undefined;
   sessionKey: string;
   kind: RunKind;
   input: TranscriptMessage;
-  idempotencyKey?: string;
-  deliverTo?: DeliveryContext;
-  system?: string[];
+  idempotencyKey?: string | undefined;
+  deliverTo?: DeliveryContext | undefined;
+  system?: string[] | undefined;
   tools: ToolContext | null;
-  timeoutMs?: number;
-  model?: string;
-  thinking?: string;
-  subagentSlot?: boolean;
-  onSettled?: (run: RunRecord) => Promise<void>;
+  timeoutMs?: number | undefined;
+  model?: string | undefined;
+  thinking?: string | undefined;
+  subagentSlot?: boolean | undefined;
+  /**
+   * Writes that belong with the start of a new run, in its unit of work (after the idempotency check, before the
+   * input message): an inbound message's route and session touch. Not called for a repeated idempotency key.
+   */
+  prepare?: ((tx: StoreOps) => Promise<void>) | undefined;
+  onSettled?: ((run: RunRecord) => Promise<void>) | undefined;
 }
 
 /**
@@ -41,12 +46,14 @@ export async function startRun(
     const created = await ctx.store.transaction(async (tx) => {
       if (spec.idempotencyKey !== undefined) {
         const existing = await tx.findRunByIdempotencyKey(spec.idempotencyKey);
-        if (existing !== undefined) return { run: existing, input: undefined, touched: false };
+        if (existing !== undefined) return { run: existing, input: undefined, entry: undefined };
       }
+      if (spec.prepare !== undefined) await spec.prepare(tx);
       const now = ctx.clock.now();
-      const entry = await tx.getEntry(spec.sessionKey);
-      if (entry !== undefined) await tx.putEntry({ ...entry, updatedAt: now });
-      const runId = spec.runId ?? randomUUID();
+      const current = await tx.getEntry(spec.sessionKey);
+      const entry = current === undefined ? undefined : { ...current, updatedAt: now };
+      if (entry !== undefined) await tx.putEntry(entry);
+      const runId = spec.runId ?? timeOrderedId();
       const input = await tx.appendMessage(spec.sessionKey, { ...spec.input, runId });
       const run: RunRecord = {
         runId,
@@ -63,11 +70,12 @@ export async function startRun(
       if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
       if (spec.followUp !== undefined) run.followUp = spec.followUp;
       await tx.putRun(run);
-      return { run, input, touched: entry !== undefined };
+      return { run, input, entry };
     });
     if (created.input === undefined) return { run: created.run, created: false };
-    schedule(ctx, spec, created.run, created.input);
-    if (created.touched) ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: "updated" });
+    schedule(ctx, spec, created.run, created.input, created.entry);
+    if (created.entry !== undefined)
+      ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: "updated" });
     return { run: created.run, created: true };
   };
   // Check-then-create under one lock per key, so concurrent retries of one request make one run.
@@ -76,8 +84,24 @@ export async function startRun(
     : ctx.locks.idempotency.run(spec.idempotencyKey, create);
 }
 
-function schedule(ctx: GatewayContext, spec: RunSpec, run: RunRecord, input: StoredMessage): void {
-  const controller = ctx.runs.register(run.runId, spec.sessionKey);
+/** Queues the run on its session's lane; a run that starts at once gets the entry as its start left it. */
+function schedule(
+  ctx: GatewayContext,
+  spec: RunSpec,
+  run: RunRecord,
+  input: StoredMessage,
+  entry: StoredEntry | undefined,
+): void {
+  const controller = ctx.runs.register(run);
   ctx.onRunCreated?.(run);
-  ctx.tasks.track(ctx.runs.lanes.run(spec.sessionKey, () => executeRun(ctx, run, spec, input, controller)));
+  const known = run.status === "running" && ctx.cluster === undefined ? { entry } : undefined;
+  const execute = () => executeRun(ctx, run, spec, input, controller, known);
+  // Several gateways on one store: the session's lane also holds across them (a lease per lane).
+  const cluster = ctx.cluster;
+  ctx.tasks.track(
+    ctx.runs.lanes.run(
+      spec.sessionKey,
+      cluster === undefined ? execute : () => cluster.lane(spec.sessionKey, execute),
+    ),
+  );
 }

@@ -27,7 +27,9 @@ export async function waitRun(
   timeoutMs: number,
 ): Promise<WaitResult> {
   const { store, clock } = ctx;
-  const stored = await store.getRun(runId);
+  // A run this process will end itself needs no read: its end wakes the waiter registered below.
+  const local = ctx.runs.localRun(runId);
+  const stored = local ?? (await store.getRun(runId));
   if (stored === undefined)
     throw new SessionsError("not_found", `Run not found: ${runId}`, { field: "runId" });
   if (isFinal(stored.status)) return toWaitResult(stored);
@@ -51,6 +53,7 @@ export async function waitRun(
         }),
       timeoutMs,
     );
+    if (local !== undefined) return;
     // The run may have ended between the read above and registering.
     store.getRun(runId).then(
       (latest) => {

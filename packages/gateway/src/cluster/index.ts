@@ -1,0 +1,73 @@
+import type { GatewayContext } from "../context.js";
+import { isFinal } from "../runs/wait.js";
+import { createClusterLanes } from "./lanes.js";
+import type { ClusterSettings } from "./options.js";
+import { forwardRemoteRunEvents } from "./remote-events.js";
+
+export { type ExclusiveConnection, type HeldConnection, holdExclusiveConnection } from "./connections.js";
+export { type ClusterOptions, type ClusterSettings, clusterSettings } from "./options.js";
+
+/** What the run modules use of cluster mode: the session lanes shared by every gateway on the store. */
+export interface ClusterRuntime {
+  readonly settings: ClusterSettings;
+  /** Runs `task` while this gateway holds the session's lane across the cluster. */
+  lane<T>(sessionKey: string, task: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * Cluster mode for one gateway: shared session lanes (woken by the change feed), run events of other gateways'
+ * runs, and a recovery pass every `recoveryIntervalMs` that takes over the work of gateways that died.
+ */
+export function startCluster(
+  ctx: GatewayContext,
+  settings: ClusterSettings,
+  recover: () => Promise<void>,
+): ClusterRuntime & { runCreated(runId: string): void; stop(): Promise<void> } {
+  const lanes = createClusterLanes({
+    store: ctx.store,
+    clock: ctx.clock,
+    owner: ctx.owner,
+    settings,
+    closed: () => ctx.tasks.closed,
+  });
+  const localRuns = new Set<string>();
+  const unwatchLanes = ctx.store.watch((change) => {
+    if (change.type === "run" && isFinal(change.status)) lanes.wake(change.sessionKey);
+  });
+  const unwatchEvents = forwardRemoteRunEvents(ctx, localRuns);
+  // A change announced by a process that died right after committing it, or sent while this gateway's LISTEN
+  // connection was down, is never heard: each pass re-reads the runs someone here waits on.
+  // Only waits older than one pass are re-read: the young ones are still covered by their own first read.
+  let previous = new Set<string>();
+  const recheckWaits = async () => {
+    const awaited = new Set(ctx.runs.awaitedRuns());
+    for (const runId of awaited) {
+      if (!previous.has(runId)) continue;
+      const run = await ctx.store.getRun(runId);
+      if (run !== undefined && isFinal(run.status)) ctx.runs.settle(run);
+    }
+    previous = awaited;
+  };
+  let pass: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (pass !== undefined || ctx.tasks.closed) return;
+    pass = Promise.all([recover(), recheckWaits()])
+      .then(() => undefined)
+      .catch((error: unknown) => ctx.logger.warn("cluster recovery pass failed", { error: String(error) }))
+      .finally(() => {
+        pass = undefined;
+      });
+  }, settings.recoveryIntervalMs);
+  timer.unref();
+  return {
+    settings,
+    lane: (sessionKey, task) => lanes.run(sessionKey, task),
+    runCreated: (runId) => void localRuns.add(runId),
+    async stop() {
+      clearInterval(timer);
+      unwatchLanes();
+      unwatchEvents();
+      await pass;
+    },
+  };
+}

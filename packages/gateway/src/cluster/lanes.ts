@@ -1,0 +1,90 @@
+import type { Clock } from "../clock.js";
+import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
+import type { SessionStore } from "../store/types.js";
+import type { ClusterSettings } from "./options.js";
+
+const POLL_MIN_MS = 20;
+const POLL_MAX_MS = 500;
+
+export const laneLeaseName = (sessionKey: string) => `lane:${sessionKey}`;
+
+/**
+ * One run at a time per session across every gateway on the store: a run executes while its gateway holds the
+ * session's lane lease (renewed as it runs, released when it ends). A gateway that finds the lane taken waits,
+ * woken when a run of that session ends anywhere (the change feed) or by a short poll; a holder that died is
+ * noticed when its lease lapses, or at once on the same host.
+ */
+export function createClusterLanes(deps: {
+  store: SessionStore;
+  clock: Clock;
+  owner: string;
+  settings: ClusterSettings;
+  closed: () => boolean;
+}) {
+  const { store, clock, owner, settings } = deps;
+  const sleepers = new Map<string, Set<() => void>>();
+
+  function sleep(sessionKey: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let set = sleepers.get(sessionKey);
+      if (set === undefined) {
+        set = new Set();
+        sleepers.set(sessionKey, set);
+      }
+      const own = set;
+      const wake = () => {
+        clearTimeout(timer);
+        own.delete(wake);
+        if (own.size === 0 && sleepers.get(sessionKey) === own) sleepers.delete(sessionKey);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      own.add(wake);
+    });
+  }
+
+  async function acquire(name: string, sessionKey: string): Promise<void> {
+    for (let delay = POLL_MIN_MS; ; delay = Math.min(POLL_MAX_MS, delay * 2)) {
+      const now = clock.now();
+      const result = await store.acquireLease({
+        name,
+        owner,
+        ttlMs: settings.leaseTtlMs,
+        now,
+        data: leaseHolderData(),
+      });
+      if (result.acquired) return;
+      if (holderGone(result.holder, now)) {
+        // Its gateway died on this host: free the lane now rather than when the lease lapses.
+        await store.releaseLease(name, result.holder.owner);
+        continue;
+      }
+      await sleep(sessionKey, delay);
+    }
+  }
+
+  return {
+    /** Runs `task` holding the session's lane (a closing gateway runs it at once: it ends the run as closed). */
+    async run<T>(sessionKey: string, task: () => Promise<T>): Promise<T> {
+      if (deps.closed()) return task();
+      const name = laneLeaseName(sessionKey);
+      await acquire(name, sessionKey);
+      const renew = setInterval(() => {
+        store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
+      }, settings.heartbeatMs);
+      renew.unref();
+      try {
+        return await task();
+      } finally {
+        clearInterval(renew);
+        await store.releaseLease(name, owner).catch(() => false);
+      }
+    },
+    /** A run of `sessionKey` ended somewhere: gateways waiting for its lane try again now. */
+    wake(sessionKey: string): void {
+      for (const wake of [...(sleepers.get(sessionKey) ?? [])]) wake();
+    },
+  };
+}
+
+export type ClusterLanes = ReturnType<typeof createClusterLanes>;

@@ -1,0 +1,147 @@
+import type { Logger } from "@sessions/core";
+import type { StoreChange } from "@sessions/gateway";
+import pg from "pg";
+
+/** NOTIFY payloads must stay under 8,000 bytes; changes are sent in batches below this. */
+export const MAX_PAYLOAD_BYTES = 7_000;
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+
+interface Payload {
+  /** The store instance that committed the changes: it has told its own watchers already. */
+  o: string;
+  c: StoreChange[];
+}
+
+/**
+ * Splits `changes` into batches whose NOTIFY payload (with the origin) stays under the limit, in order; a single
+ * change larger than the limit travels alone (keys are bounded, so that does not happen in practice).
+ */
+export function batchChanges(origin: string, changes: readonly StoreChange[]): StoreChange[][] {
+  const batches: StoreChange[][] = [];
+  const overhead = Buffer.byteLength(JSON.stringify({ o: origin, c: [] }));
+  let batch: StoreChange[] = [];
+  let size = overhead;
+  for (const change of changes) {
+    const bytes = Buffer.byteLength(JSON.stringify(change)) + 1;
+    if (batch.length > 0 && size + bytes > MAX_PAYLOAD_BYTES) {
+      batches.push(batch);
+      batch = [];
+      size = overhead;
+    }
+    batch.push(change);
+    size += bytes;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
+/**
+ * The statement that announces `changes` on `channel`, run right after their transaction committed (in a
+ * transaction of its own, which writes no WAL): one `pg_notify` per batch.
+ */
+export function notifySql(
+  client: pg.ClientBase,
+  channel: string,
+  origin: string,
+  changes: readonly StoreChange[],
+): string {
+  if (changes.length === 0) return "";
+  const calls = batchChanges(origin, changes).map(
+    (c) =>
+      `pg_notify(${client.escapeLiteral(channel)}, ${client.escapeLiteral(JSON.stringify({ o: origin, c }))})`,
+  );
+  return `SELECT ${calls.join(", ")}`;
+}
+
+export interface ChangeListener {
+  /** Resolves once LISTEN is in place (changes committed after this are heard). */
+  readonly ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Hears the changes other processes commit: one dedicated connection that LISTENs on `channel` and reconnects
+ * with backoff when it drops. Notifications sent while it was disconnected are lost; `onReconnect` tells the owner
+ * so it can re-read what it waits for.
+ */
+export function listenForChanges(options: {
+  config: pg.ClientConfig;
+  channel: string;
+  origin: string;
+  onChanges(changes: StoreChange[]): void;
+  onReconnect?(): void;
+  logger: Logger;
+}): ChangeListener {
+  const { channel, origin, logger } = options;
+  let client: pg.Client | undefined;
+  let closed = false;
+  let delay = RECONNECT_MIN_MS;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let connectedOnce = false;
+
+  const onNotification = (message: pg.Notification) => {
+    if (message.channel !== channel || message.payload === undefined) return;
+    let payload: Payload;
+    try {
+      payload = JSON.parse(message.payload) as Payload;
+    } catch {
+      logger.warn("ignored a malformed change notification", { channel });
+      return;
+    }
+    if (payload.o === origin || !Array.isArray(payload.c)) return;
+    options.onChanges(payload.c);
+  };
+
+  async function connect(): Promise<void> {
+    const next = new pg.Client(options.config);
+    next.on("notification", onNotification);
+    next.on("error", (error) => {
+      logger.warn("change feed connection failed; reconnecting", { error: error.message });
+      drop(next);
+    });
+    next.on("end", () => drop(next));
+    await next.connect();
+    await next.query(`LISTEN ${next.escapeIdentifier(channel)}`);
+    if (closed) {
+      await next.end().catch(() => undefined);
+      return;
+    }
+    client = next;
+    delay = RECONNECT_MIN_MS;
+    if (connectedOnce) options.onReconnect?.();
+    connectedOnce = true;
+  }
+
+  function drop(which: pg.Client): void {
+    if (client !== which) return;
+    client = undefined;
+    which.end().catch(() => undefined);
+    retry();
+  }
+
+  function retry(): void {
+    if (closed || timer !== undefined) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      connect().catch((error: Error) => {
+        logger.warn("change feed reconnect failed", { error: error.message, retryInMs: delay });
+        retry();
+      });
+    }, delay);
+    timer.unref();
+    delay = Math.min(RECONNECT_MAX_MS, delay * 2);
+  }
+
+  const ready = connect();
+  return {
+    ready,
+    async close() {
+      closed = true;
+      if (timer !== undefined) clearTimeout(timer);
+      const current = client;
+      client = undefined;
+      await current?.end().catch(() => undefined);
+    },
+  };
+}

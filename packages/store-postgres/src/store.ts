@@ -1,0 +1,253 @@
+import { randomUUID } from "node:crypto";
+import { type Logger, SessionsError, silentLogger } from "@sessions/core";
+import type { SessionStore, StoreChange, StoreOps } from "@sessions/gateway";
+import pg from "pg";
+import { listenForChanges, notifySql } from "./change-feed.js";
+import { toStoreError, withStoreErrors } from "./errors.js";
+import { createLeaseOperations } from "./leases.js";
+import { migrate } from "./migrations.js";
+import { ATOMIC_OPS, createOperations, type Operations } from "./operations.js";
+import { createUnits, type Db, type Unit } from "./units.js";
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:5432/database` (libpq-style URL; `?sslmode=require` etc. work). */
+  connectionString: string;
+  /**
+   * The schema that holds the tables, created and migrated on open (default: the URL's `?schema=` parameter, else
+   * `sessions`). Several independent deployments can share one database under different schemas. Lowercase
+   * letters, digits and `_`, at most 48 characters.
+   */
+  schema?: string | undefined;
+  /** Most pooled connections for queries and transactions (default 10). One more is held for LISTEN. */
+  maxConnections?: number | undefined;
+  /** Connecting longer than this fails the call with a retryable `unavailable` (default 10,000 ms). */
+  connectTimeoutMs?: number | undefined;
+  /**
+   * Where the LISTEN connection and migrations go, when `connectionString` points at a pooler in transaction mode
+   * (both need a session of their own): usually the database's direct address. Default: `connectionString`.
+   */
+  listenConnectionString?: string | undefined;
+  /** TLS settings passed to node-postgres as they are (e.g. `{ rejectUnauthorized: true, ca }`). */
+  ssl?:
+    | boolean
+    | {
+        rejectUnauthorized?: boolean | undefined;
+        ca?: string | undefined;
+        cert?: string | undefined;
+        key?: string | undefined;
+      }
+    | undefined;
+  /** Warnings (change feed reconnects, idle connection errors). Default: silent. */
+  logger?: Logger | undefined;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
+
+function invalid(field: string, message: string): never {
+  throw new SessionsError("invalid_config", `createPostgresStore: ${message}`, { field });
+}
+
+/** The host and database of a URL, never its password: for error messages. */
+function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}${parsed.port ? `:${parsed.port}` : ""}${parsed.pathname}`;
+  } catch {
+    return "the configured server";
+  }
+}
+
+/** The URL's `?schema=` parameter, taken out (node-postgres does not know it). */
+function schemaParam(url: string): { url: string; schema?: string | undefined } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url };
+  }
+  const schema = parsed.searchParams.get("schema");
+  if (schema === null) return { url };
+  parsed.searchParams.delete("schema");
+  return { url: parsed.toString(), schema };
+}
+
+function validate(options: PostgresStoreOptions): { schema: string; url: string } {
+  if (options === null || typeof options !== "object") invalid("options", "options must be an object");
+  if (typeof options.connectionString !== "string" || !/^postgres(ql)?:\/\//.test(options.connectionString)) {
+    invalid("connectionString", "connectionString must be a postgres:// or postgresql:// URL");
+  }
+  const { url, schema: fromUrl } = schemaParam(options.connectionString);
+  const schema = options.schema ?? fromUrl ?? "sessions";
+  if (typeof schema !== "string" || !SCHEMA_NAME.test(schema)) {
+    invalid("schema", `schema must match ${SCHEMA_NAME} (got ${JSON.stringify(schema)})`);
+  }
+  for (const field of ["maxConnections", "connectTimeoutMs"] as const) {
+    const value = options[field];
+    if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
+      invalid(field, `${field} must be a positive integer`);
+    }
+  }
+  return { schema, url };
+}
+
+/**
+ * A `SessionStore` on Postgres, for one gateway or several sharing the database. Opens a pool, migrates the
+ * schema (versioned, once even when gateways start together) and starts listening for other processes' changes.
+ * Units of work are transactions on their own connections, running side by side; units touching the same record
+ * take turns on a transaction-scoped advisory lock. Errors are `SessionsError`s: `unavailable` (retryable),
+ * `conflict`, `storage_full`, `invalid_config`.
+ */
+export async function createPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
+  const { schema, url } = validate(options);
+  const where = `${describeUrl(url)} (schema ${schema})`;
+  const logger = (options.logger ?? silentLogger).child("store-postgres");
+  const base: pg.ClientConfig = {
+    connectionString: url,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    application_name: "sessions-gateway",
+    ...(options.ssl === undefined ? {} : { ssl: options.ssl }),
+  };
+  const pool = new pg.Pool({ ...base, max: options.maxConnections ?? 10 });
+  // An idle pooled connection that dies (server restart, network) must not crash the process.
+  pool.on("error", (error) => logger.warn("idle Postgres connection failed", { error: error.message }));
+
+  const s = `"${schema}"`;
+  const channel = `${schema}_changes`;
+  const origin = randomUUID();
+  const listeners = new Set<(change: StoreChange) => void>();
+  const publish = (changes: readonly StoreChange[]) => {
+    for (const change of changes) {
+      for (const listener of listeners) {
+        try {
+          listener(change);
+        } catch {
+          // A watcher's bug is its own: the write has committed and the other watchers still hear of it.
+        }
+      }
+    }
+  };
+
+  // LISTEN and migrations (a session-level advisory lock) need a session of their own: never a transaction pooler.
+  const session: pg.ClientConfig = { ...base, connectionString: options.listenConnectionString ?? url };
+  try {
+    const client = new pg.Client(session);
+    client.on("error", () => undefined);
+    await client.connect();
+    try {
+      await migrate(client, s, where);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw toStoreError(error, where);
+  }
+  const feed = listenForChanges({
+    config: session,
+    channel,
+    origin,
+    onChanges: publish,
+    logger,
+  });
+  try {
+    await feed.ready;
+  } catch (error) {
+    await feed.close();
+    await pool.end().catch(() => undefined);
+    throw toStoreError(error, where);
+  }
+
+  const units = createUnits({
+    pool,
+    where,
+    lockSpace: schema,
+    notifySql: (client, changes) => notifySql(client, channel, origin, changes),
+    onNotifyError: (error) =>
+      logger.warn("could not announce committed changes; other gateways see them on their next poll", {
+        error: String(error),
+      }),
+    publish,
+  });
+  const ops = createOperations(s);
+  const leases = createLeaseOperations(s);
+  let closed = false;
+  const check = () => {
+    if (closed) throw new SessionsError("unavailable", `The Postgres store for ${where} is closed`);
+  };
+
+  function bindOps(db: () => Db, unit?: Unit): StoreOps {
+    const bound: Record<string, unknown> = {};
+    for (const [name, fn] of Object.entries(ops) as [string, (db: Db, ...args: unknown[]) => unknown][]) {
+      bound[name] = async (...args: unknown[]) => {
+        if (unit?.done === true)
+          throw new SessionsError("conflict", `tx.${name} called after its transaction ended`);
+        return fn(db(), ...args);
+      };
+    }
+    return withStoreErrors(bound, where) as unknown as StoreOps;
+  }
+
+  const txOps = (unit: Unit) => bindOps(() => units.dbOf(unit), unit);
+  const transaction = async <T>(work: (tx: StoreOps) => Promise<T>): Promise<T> => {
+    check();
+    // What `work` throws passes unchanged; the store's own failures are already `SessionsError`s.
+    return units.transaction((unit) => work(txOps(unit)));
+  };
+
+  // A store call joins the caller's unit; outside one, a write that must be atomic or publish a change runs as a
+  // unit of its own, and anything else as a single statement on the pool.
+  const direct: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(ops) as [
+    keyof Operations,
+    (db: Db, ...a: unknown[]) => unknown,
+  ][]) {
+    direct[name] = async (...args: unknown[]) => {
+      check();
+      if (units.current() === undefined && ATOMIC_OPS.has(name as never)) {
+        return transaction((tx) => (tx[name] as (...a: unknown[]) => Promise<unknown>)(...args));
+      }
+      try {
+        return await fn(units.db(), ...args);
+      } catch (error) {
+        throw toStoreError(error, where);
+      }
+    };
+  }
+  const leaseCalls: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(leases) as [
+    string,
+    (db: Db, ...a: unknown[]) => Promise<unknown>,
+  ][]) {
+    leaseCalls[name] = async (...args: unknown[]) => {
+      check();
+      try {
+        return await fn(units.db(), ...args);
+      } catch (error) {
+        throw toStoreError(error, where);
+      }
+    };
+  }
+
+  return {
+    kind: "postgres",
+    ...(direct as unknown as StoreOps),
+    ...(leaseCalls as unknown as Pick<
+      SessionStore,
+      "acquireLease" | "renewLease" | "releaseLease" | "getLease" | "listLeases" | "claimDeliveries"
+    >),
+    transaction,
+    watch(listener) {
+      const own = (change: StoreChange) => listener(change);
+      listeners.add(own);
+      return () => {
+        listeners.delete(own);
+      };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await feed.close();
+      await pool.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import type { SessionStore } from "@sessions/gateway";
+import pg from "pg";
+import { createPostgresStore, type PostgresStoreOptions } from "../store.js";
+
+let counter = 0;
+
+/** A schema name no other test uses. */
+export const freshSchema = (prefix: string) => `${prefix}_${process.pid}_${++counter}`;
+
+/** Opens stores and closes every one of them at the end of the file. */
+export function storeOpener(url: string) {
+  const open: SessionStore[] = [];
+  return {
+    async open(schema: string, extra: Partial<PostgresStoreOptions> = {}): Promise<SessionStore> {
+      const store = await createPostgresStore({ connectionString: url, schema, ...extra });
+      open.push(store);
+      return store;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(open.splice(0).map((store) => store.close()));
+    },
+  };
+}
+
+/** Runs `sql` on a connection of its own (for looking behind the store's back). */
+export async function sql<R extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Resolves once `check` holds, polling; rejects after `ms`. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
