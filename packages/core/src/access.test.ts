@@ -25,6 +25,13 @@ describe("resolveVisibility (SPEC 7)", () => {
     [{ visibility: "all", sandboxed: true, sandboxVisibility: "all" }, "all"],
     [{ visibility: "self", sandboxed: true, sandboxVisibility: "all" }, "self"],
     [{ visibility: "all", sandboxed: false }, "all"],
+    // Config values are trimmed and case-insensitive, as in the reference.
+    [{ visibility: "ALL" }, "all"],
+    [{ visibility: "  Agent " }, "agent"],
+    [{ visibility: "Self" }, "self"],
+    [{ visibility: "ALL", sandboxed: true, sandboxVisibility: " ALL " }, "all"],
+    [{ visibility: "ALL", sandboxed: true, sandboxVisibility: "Spawned" }, "tree"],
+    [{ visibility: "" }, "tree"],
   ] as const)("%j → %s", (input, expected) => {
     expect(resolveVisibility(input)).toBe(expected);
   });
@@ -65,10 +72,70 @@ describe("glob matching", () => {
     fc.assert(
       fc.property(text, fc.stringMatching(/^[ab]{0,10}$/), (pattern, value) => {
         const oracle = new RegExp(`^${pattern.replace(/\*/g, ".*")}$`, "i");
-        expect(compileGlob(pattern).test(value)).toBe(oracle.test(value));
+        // A blank pattern matches nothing (not even the empty string): allow lists fail closed.
+        expect(compileGlob(pattern).test(value)).toBe(pattern !== "" && oracle.test(value));
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+const blank = fc.stringMatching(/^[ \t\n\r\u00a0\u2003\ufeff]{0,6}$/);
+
+describe("blank patterns (fail closed)", () => {
+  it("a blank or whitespace-only glob never matches anything", () => {
+    fc.assert(
+      fc.property(blank, fc.oneof(fc.string(), blank), (pattern, value) => {
+        expect(compileGlob(pattern).test(value)).toBe(false);
+      }),
+    );
+  });
+
+  it("an allow list of blank patterns allows no cross-agent pair", () => {
+    const agent = fc.stringMatching(/^[a-z][a-z0-9-]{0,8}$/);
+    fc.assert(
+      fc.property(fc.array(blank, { minLength: 1, maxLength: 4 }), agent, agent, (allow, a, b) => {
+        fc.pre(a !== b);
+        const policy = createAgentToAgentPolicy({ enabled: true, allow });
+        expect(policy.isAllowed(a, b)).toBe(false);
+        // The same agent is always allowed: that is not an agent-to-agent call.
+        expect(policy.isAllowed(a, a)).toBe(true);
+      }),
+    );
+  });
+
+  it("adding a blank pattern to an allow list never widens it", () => {
+    const agent = fc.constantFrom("main", "ops", "ops-eu", "research", "x");
+    const pattern = fc.constantFrom("main", "ops*", "*-eu", "research", "*");
+    fc.assert(
+      fc.property(fc.array(pattern, { maxLength: 3 }), blank, agent, agent, (allow, extra, a, b) => {
+        const before = createAgentToAgentPolicy({ enabled: true, allow }).isAllowed(a, b);
+        const after = createAgentToAgentPolicy({ enabled: true, allow: [...allow, extra] }).isAllowed(a, b);
+        if (allow.length > 0) expect(after).toBe(before);
+        else expect(after).toBe(a === b);
+      }),
+    );
+  });
+
+  it('{ enabled: true, allow: [" "] } allows nothing across agents', () => {
+    const policy = createAgentToAgentPolicy({ enabled: true, allow: [" "] });
+    expect(policy.isAllowed("main", "ops")).toBe(false);
+    expect(createAgentToAgentPolicy({ enabled: true, allow: [""] }).isAllowed("main", "ops")).toBe(false);
+    expect(
+      createAgentToAgentPolicy({ enabled: true, allow: [5 as never, null as never] }).isAllowed(
+        "main",
+        "ops",
+      ),
+    ).toBe(false);
+    expect(
+      checkSessionAccess({
+        action: "send",
+        requesterKey: "agent:main:main",
+        targetKey: "agent:ops:main",
+        visibility: "all",
+        agentToAgent: { enabled: true, allow: ["  "] },
+      }),
+    ).toMatchObject({ allowed: false, code: "agent_to_agent_denied" });
   });
 });
 
@@ -285,6 +352,16 @@ describe("review findings", () => {
     expect(check().allowed).toBe(true);
     agentToAgent.allow.push("main");
     expect(check()).toMatchObject({ code: "agent_to_agent_denied" });
+  });
+
+  it("reads the visibility it is given trimmed and case-insensitively", () => {
+    const decision = checkSessionAccess({
+      action: "history",
+      requesterKey: "agent:main:main",
+      targetKey: "agent:main:discord:group:dev",
+      visibility: " AGENT " as Visibility,
+    });
+    expect(decision.allowed).toBe(true);
   });
 
   it("globs survive non-strings", () => {

@@ -1,3 +1,4 @@
+import { normalizeChoice } from "./choice.js";
 import { describeValue } from "./errors.js";
 import { compileGlob, type GlobMatcher } from "./glob.js";
 import {
@@ -10,15 +11,18 @@ import {
   toStoreKey,
 } from "./keys.js";
 
+/** The values of `tools.sessions.visibility`, narrowest first. */
 export const VISIBILITIES = ["self", "tree", "agent", "all"] as const;
 /** How far a session's tools can see (SPEC 7). */
 export type Visibility = (typeof VISIBILITIES)[number];
+/** `agents.defaults.sandbox.sessionToolsVisibility`: `spawned` narrows sandboxed sessions to `tree`, `all` leaves them as configured. */
 export type SandboxVisibility = "spawned" | "all";
 
 const RANK: Readonly<Record<Visibility, number>> = { self: 0, tree: 1, agent: 2, all: 3 };
 
-function isVisibility(value: unknown): value is Visibility {
-  return typeof value === "string" && Object.hasOwn(RANK, value);
+/** A visibility as configured, trimmed and case-insensitive (`" ALL "` → `all`); `undefined` when unknown. */
+export function normalizeVisibility(value: unknown): Visibility | undefined {
+  return normalizeChoice(value, VISIBILITIES);
 }
 
 /** Narrower of two visibilities. */
@@ -27,34 +31,41 @@ export function minVisibility(a: Visibility, b: Visibility): Visibility {
 }
 
 /**
- * The effective visibility: the configured value (default `tree`), clamped to at most `tree` for sandboxed
- * sessions under `sessionToolsVisibility: "spawned"` (the default). The clamp never widens (`self` stays `self`).
+ * The effective visibility: the configured value (default `tree`; trimmed and case-insensitive, unknown values
+ * fall back to `tree`), clamped to at most `tree` for sandboxed sessions under `sessionToolsVisibility: "spawned"`
+ * (the default). The clamp never widens (`self` stays `self`).
  */
 export function resolveVisibility(
-  options: { visibility?: unknown; sandboxed?: boolean; sandboxVisibility?: unknown } = {},
+  options: { visibility?: unknown; sandboxed?: boolean | undefined; sandboxVisibility?: unknown } = {},
 ): Visibility {
-  const configured = isVisibility(options?.visibility) ? options.visibility : "tree";
+  const configured = normalizeVisibility(options?.visibility) ?? "tree";
   if (options?.sandboxed !== true) return configured;
-  const sandbox = options.sandboxVisibility === "all" ? "all" : "spawned";
+  const sandbox = normalizeChoice(options.sandboxVisibility, ["spawned", "all"] as const) ?? "spawned";
   return sandbox === "all" ? configured : minVisibility(configured, "tree");
 }
 
+/** `tools.agentToAgent`: the gate for cross-agent access (off by default). */
 export interface AgentToAgentConfig {
-  enabled?: boolean;
-  allow?: readonly string[];
+  enabled?: boolean | undefined;
+  /** `*` globs, case-insensitive. An empty list allows any pair; a blank pattern matches nothing. */
+  allow?: readonly string[] | undefined;
 }
 
+/** A compiled agent-to-agent gate, from `createAgentToAgentPolicy`. */
 export interface AgentToAgentPolicy {
   readonly enabled: boolean;
   /** Same agent is always allowed; cross-agent needs `enabled` and both ids matching `allow` (empty = any). */
   isAllowed(requesterAgentId: string, targetAgentId: string): boolean;
 }
 
-/** Builds the agent-to-agent gate from `tools.agentToAgent` (default: disabled). */
+/**
+ * Builds the agent-to-agent gate from `tools.agentToAgent` (default: disabled). It fails closed: an entry of `allow`
+ * that is blank or not a string matches no agent (it does not turn the list into "allow any").
+ */
 export function createAgentToAgentPolicy(config?: AgentToAgentConfig | null): AgentToAgentPolicy {
   const enabled = config?.enabled === true;
   const patterns: GlobMatcher[] = Array.isArray(config?.allow)
-    ? config.allow.filter((p): p is string => typeof p === "string" && p.trim() !== "").map(compileGlob)
+    ? config.allow.map((p: unknown) => compileGlob(typeof p === "string" ? p : ""))
     : [];
   const matches = (agentId: string): boolean =>
     patterns.length === 0 || patterns.some((p) => p.test(agentId));
@@ -69,8 +80,10 @@ export function createAgentToAgentPolicy(config?: AgentToAgentConfig | null): Ag
   };
 }
 
+/** What a tool wants to do with a target session. */
 export type SessionAction = "list" | "history" | "send" | "spawn";
 
+/** Why `checkSessionAccess` said no: a stable code to branch on. */
 export type AccessDenialCode =
   | "invalid_key"
   | "reserved_key"
@@ -83,8 +96,10 @@ export type AccessDenialCode =
   | "spawn_depth_exceeded"
   | "spawn_agent_not_allowed";
 
+/** The answer of `checkSessionAccess`: allowed, or a code and a message naming the setting that would allow it. */
 export type AccessDecision = { allowed: true } | { allowed: false; code: AccessDenialCode; message: string };
 
+/** The question `checkSessionAccess` answers: may the requester do `action` to the target? */
 export interface CheckSessionAccessInput {
   action: SessionAction;
   requesterKey: string;
@@ -213,7 +228,7 @@ export function checkSessionAccess(input: CheckSessionAccessInput): AccessDecisi
       : ALLOWED;
   }
 
-  const visibility: Visibility = isVisibility(input.visibility) ? input.visibility : "tree";
+  const visibility: Visibility = normalizeVisibility(input.visibility) ?? "tree";
   if (targetAgent !== requesterAgent) {
     if (visibility !== "all") {
       return deny(

@@ -12,26 +12,29 @@ export type DeliveryKind = "reply" | "announce" | "subagent_announce" | "notice"
 export interface DeliveryTarget {
   channel: string;
   to: string;
-  accountId?: string;
-  threadId?: string;
+  accountId?: string | undefined;
+  threadId?: string | undefined;
 }
 
+/** What the gateway asks an adapter to post: the text, why it goes out, and the session it comes from. */
 export interface OutboundMessage {
   text: string;
   kind: DeliveryKind;
   sessionKey: string;
 }
 
+/** What an adapter reports after posting: the platform's message ids. */
 export interface DeliveryReceipt {
   /** Platform message ids of what was sent (several when the text was chunked). */
   messageIds: string[];
 }
 
+/** What an adapter can do beyond posting text: threads, typing, its message size limit. */
 export interface ChannelCapabilities {
   /** Can create or bind threads/topics for `sessions_spawn({ thread: true })`. */
-  threads?: boolean;
-  typing?: boolean;
-  maxMessageLength?: number;
+  threads?: boolean | undefined;
+  typing?: boolean | undefined;
+  maxMessageLength?: number | undefined;
 }
 
 /**
@@ -44,8 +47,9 @@ export interface ChannelAdapterV1 {
   /** The channel id sessions record (`discord`, `telegram`, …). */
   readonly channel: string;
   /** Extra names that normalise to this channel. */
-  readonly aliases?: readonly string[];
+  readonly aliases?: readonly string[] | undefined;
   readonly capabilities: ChannelCapabilities;
+  /** Posts a message (chunked to the platform's limit); throws `rate_limited` with `retryAfterMs`, or `invalid_params` for refusals a retry cannot fix. */
   deliver(
     target: DeliveryTarget,
     message: OutboundMessage,
@@ -56,50 +60,59 @@ export interface ChannelAdapterV1 {
     parent: DeliveryTarget;
     name: string;
     sessionKey: string;
-  }): Promise<{ threadId: string; to?: string }>;
+  }): Promise<{ threadId: string; to?: string | undefined }>;
+  /** Shows "typing…" in the target conversation. */
   sendTyping?(target: DeliveryTarget): Promise<void>;
 }
 
+/** A platform message as an adapter hands it to `gateway.receive`: where it came from, who sent it, where replies go. */
 export interface InboundMessage {
   /** The platform's parent conversation of a thread (recorded, not routed on). */
-  parentId?: string;
+  parentId?: string | undefined;
   channel: string;
-  accountId?: string;
+  accountId?: string | undefined;
   chatType: "direct" | "group" | "channel";
   /** The conversation: the user id for DMs, the group/channel id otherwise. */
   peerId: string;
   senderId: string;
-  senderName?: string;
-  isOwner?: boolean;
-  threadId?: string;
+  senderName?: string | undefined;
+  isOwner?: boolean | undefined;
+  threadId?: string | undefined;
   /** `topic` for Telegram forum topics; default `thread`. */
-  threadKind?: "thread" | "topic";
+  threadKind?: "thread" | "topic" | undefined;
   /** Where replies go (`channel:<id>`, a chat id, …). */
   to: string;
   text: string;
   /** Platform message id: a redelivered message with the same id is not run twice. */
-  messageId?: string;
-  displayName?: string;
-  agentId?: string;
+  messageId?: string | undefined;
+  displayName?: string | undefined;
+  agentId?: string | undefined;
 }
 
+/** What `gateway.receive` answers: the session the message went to, and the run it started (none for a `/send` command or a duplicate). */
 export interface ReceiveResult {
   sessionKey: string;
-  runId?: string;
+  runId?: string | undefined;
   /** Set when the message was the `/send` command. */
-  command?: { mode: "allow" | "deny" | "inherit" | null; applied: boolean };
-  duplicate?: boolean;
+  command?: { mode: "allow" | "deny" | "inherit" | null; applied: boolean } | undefined;
+  duplicate?: boolean | undefined;
 }
 
 /** The part of a gateway an adapter talks to (structural, so adapters need not depend on the gateway). */
 export interface InboundGateway {
+  /** Routes a platform message into its session and starts a run. */
   receive(inbound: InboundMessage): Promise<ReceiveResult>;
   /** The platform archived or deleted a thread: its binding ends (optional for gateways without bindings). */
-  threadClosed?(event: { channel: string; accountId?: string; threadId: string }): Promise<boolean>;
+  threadClosed?(event: {
+    channel: string;
+    accountId?: string | undefined;
+    threadId: string;
+  }): Promise<boolean>;
+  /** Waits for a run to end (server-side; never cancels it). */
   agentWait(params: {
     runId: string;
-    timeoutMs?: number;
-  }): Promise<{ status: "ok" | "error" | "timeout"; endedAt?: number }>;
+    timeoutMs?: number | undefined;
+  }): Promise<{ status: "ok" | "error" | "timeout"; endedAt?: number | undefined }>;
 }
 
 /**
@@ -120,11 +133,13 @@ export async function keepTypingWhileRunning(
   }
 }
 
+/** Options of `routeInbound`: logging, and how to show "typing…" on the platform. */
 export interface RouteInboundOptions {
   /** Where refused messages are reported. */
   logger: Logger;
   /** Show "typing…" while the run is in progress. */
   typing: boolean;
+  /** Shows "typing…" in a conversation (the adapter's `sendTyping`). */
   sendTyping?: ((target: DeliveryTarget) => Promise<void>) | undefined;
   /** How long one "typing…" lasts on the platform. */
   typingIntervalMs: number;

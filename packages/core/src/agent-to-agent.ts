@@ -2,12 +2,18 @@ import { normalizeChannelId } from "./channels.js";
 import { type DeliveryContext, normalizeDeliveryContext } from "./delivery.js";
 import { normalizeAccountId, parseSessionKey } from "./keys.js";
 
+/** A reply-back answer that ends the agent-to-agent exchange. */
 export const REPLY_SKIP = "REPLY_SKIP";
+/** An announce answer that stays silent (nothing is posted). */
 export const ANNOUNCE_SKIP = "ANNOUNCE_SKIP";
+/** A silent token accepted wherever `REPLY_SKIP` or `ANNOUNCE_SKIP` are. */
 export const NO_REPLY = "NO_REPLY";
+/** Every silent token; a reply made only of these (any case) is a skip. */
 export const SILENT_TOKENS = [REPLY_SKIP, ANNOUNCE_SKIP, NO_REPLY] as const;
 
+/** Default of `session.agentToAgent.maxPingPongTurns`. */
 export const DEFAULT_PING_PONG_TURNS = 5;
+/** Upper bound of `session.agentToAgent.maxPingPongTurns`. */
 export const MAX_PING_PONG_TURNS = 5;
 
 const SILENT = new Set(SILENT_TOKENS.map((t) => t.toLowerCase()));
@@ -49,11 +55,12 @@ export function resolvePingPongTurns(value: unknown): number {
   return Math.min(MAX_PING_PONG_TURNS, Math.max(0, Math.floor(value)));
 }
 
+/** Where an announce is posted: a channel, a recipient, and optionally an account and thread. */
 export interface AnnounceTarget {
   channel: string;
   to: string;
-  threadId?: string;
-  accountId?: string;
+  threadId?: string | undefined;
+  accountId?: string | undefined;
 }
 
 /** The stored fields that can name an announce target. */

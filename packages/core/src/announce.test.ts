@@ -4,7 +4,9 @@ import { formatDuration, formatSubagentAnnounce, formatTokenCount, formatUsd } f
 
 describe("formatDuration", () => {
   it.each([
-    [0, "0s"],
+    // Zero is what a run that was never timed reports: the stats line says n/a, not a misleading 0s.
+    [0, "n/a"],
+    [-0, "n/a"],
     [400, "0s"],
     [1500, "2s"],
     [59_000, "59s"],
@@ -18,6 +20,31 @@ describe("formatDuration", () => {
     [undefined, "n/a"],
   ])("%j → %j", (ms, expected) => {
     expect(formatDuration(ms)).toBe(expected);
+  });
+
+  it("says n/a exactly for zero, negative and non-finite values", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.double({ min: -1e12, max: 1e12 }),
+          fc.integer(),
+          fc.constantFrom(0, -0, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY),
+        ),
+        (ms) => {
+          const text = formatDuration(ms);
+          const measured = Number.isFinite(ms) && ms > 0;
+          expect(text === "n/a").toBe(!measured);
+          if (measured) expect(text).toMatch(/^(\d+s|\d+m\d+s|\d+h\d+m)$/);
+        },
+      ),
+    );
+  });
+
+  it("the announce stats line shows n/a for a zero or unknown runtime", () => {
+    for (const runtimeMs of [0, undefined, Number.NaN]) {
+      const text = formatSubagentAnnounce({ outcome: { status: "ok" }, reply: "done", stats: { runtimeMs } });
+      expect(text.split("\n").at(-1)).toBe("Stats: runtime n/a • tokens n/a");
+    }
   });
 });
 

@@ -1,5 +1,7 @@
+/** How a sub-agent's run ended, as the runtime saw it (`ok` is shown as `success`). */
 export type RunOutcomeStatus = "ok" | "error" | "timeout" | "unknown";
 
+/** The numbers of the announce's `Stats:` line; each is left out when unknown. */
 export interface SubagentAnnounceStats {
   runtimeMs?: number | undefined;
   inputTokens?: number | undefined;
@@ -11,6 +13,7 @@ export interface SubagentAnnounceStats {
   transcriptPath?: string | undefined;
 }
 
+/** Input of `formatSubagentAnnounce`. */
 export interface FormatSubagentAnnounceInput {
   /** The runtime outcome; `Status:` comes from here, never from model text. */
   outcome: { status: RunOutcomeStatus; error?: string | undefined };
@@ -32,9 +35,12 @@ function isCount(n: unknown): n is number {
   return typeof n === "number" && Number.isFinite(n) && n >= 0;
 }
 
-/** `Xs`, `XmYs`, `XhYm`; `n/a` for anything that is not a non-negative finite number. */
+/**
+ * `Xs`, `XmYs`, `XhYm`; `n/a` for zero (a run whose duration was never measured) and for anything that is not a
+ * positive finite number.
+ */
 export function formatDuration(ms: unknown): string {
-  if (!isCount(ms)) return "n/a";
+  if (!isCount(ms) || ms === 0) return "n/a";
   const totalSeconds = Math.round(ms / 1000);
   if (totalSeconds < 60) return `${totalSeconds}s`;
   const totalMinutes = Math.floor(totalSeconds / 60);
@@ -74,8 +80,8 @@ const MAX_HEADER_LINE = 300;
 
 interface ParsedReply {
   preamble: string[];
-  result?: string[];
-  notes?: string[];
+  result?: string[] | undefined;
+  notes?: string[] | undefined;
 }
 
 /**

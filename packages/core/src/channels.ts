@@ -11,6 +11,7 @@ export const KNOWN_CHANNELS = [
   "unknown",
 ] as const;
 
+/** A channel id the contract names; adapters may add others. */
 export type KnownChannel = (typeof KNOWN_CHANNELS)[number];
 
 /** Built-in channel aliases; adapters add theirs through the `aliases` argument. */

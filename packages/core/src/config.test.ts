@@ -65,8 +65,30 @@ describe("parseSessionsConfig", () => {
     expect(defaultAgentId(config)).toBe("main");
   });
 
+  it("reads every enum value trimmed and case-insensitively, as the reference does", () => {
+    const config = parseSessionsConfig({
+      session: {
+        scope: " Global ",
+        dmScope: "PER-PEER",
+        sendPolicy: { rules: [{ match: { chatType: " DM " }, action: "Deny" }], default: " DENY" },
+      },
+      tools: { sessions: { visibility: "ALL" } },
+      agents: { defaults: { sandbox: { sessionToolsVisibility: "All " } } },
+    });
+    expect(config.session.scope).toBe("global");
+    expect(config.session.dmScope).toBe("per-peer");
+    expect(config.session.sendPolicy).toEqual({
+      rules: [{ match: { chatType: "dm" }, action: "deny" }],
+      default: "deny",
+    });
+    expect(config.tools.sessions.visibility).toBe("all");
+    expect(config.agents.defaults.sandbox.sessionToolsVisibility).toBe("all");
+  });
+
   it.each([
     [{ tools: { sessions: { visibility: "everyone" } } }, "tools.sessions.visibility"],
+    [{ tools: { sessions: { visibility: 3 } } }, "tools.sessions.visibility"],
+    [{ tools: { agentToAgent: { enabled: true, allow: [" "] } } }, "tools.agentToAgent.allow[0]"],
     [
       { session: { sendPolicy: { rules: [{ match: {}, action: "maybe" }] } } },
       "session.sendPolicy.rules[0].action",

@@ -6,13 +6,25 @@ import { DM_SCOPES, normalizeAccountId, normalizeAgentId } from "./keys.js";
 import { toSessionsError } from "./schema-errors.js";
 import { SESSION_TOOL_NAMES } from "./tool-names.js";
 
-const Decision = z.enum(["allow", "deny"]);
+/**
+ * An enum config value, read as the reference reads it: trimmed and case-insensitive (`" ALL "` → `"all"`). The
+ * input type stays the canonical literals, so typed configs still get completion and typo checks.
+ */
+function choice<const T extends readonly [string, ...string[]]>(values: T): z.ZodType<T[number], T[number]> {
+  return z.preprocess(
+    (value) => (typeof value === "string" ? value.trim().toLowerCase() : value),
+    z.enum(values),
+  ) as unknown as z.ZodType<T[number], T[number]>;
+}
 
+const Decision = choice(["allow", "deny"]);
+
+/** One `session.sendPolicy.rules[]` entry: a match and an action. */
 export const SendPolicyRuleSchema = z.strictObject({
   match: z
     .strictObject({
       channel: z.string().trim().min(1).optional(),
-      chatType: z.enum(["direct", "dm", "group", "channel"]).optional(),
+      chatType: choice(["direct", "dm", "group", "channel"]).optional(),
       keyPrefix: z.string().trim().min(1).optional(),
       rawKeyPrefix: z.string().trim().min(1).optional(),
     })
@@ -20,6 +32,7 @@ export const SendPolicyRuleSchema = z.strictObject({
   action: Decision,
 });
 
+/** `session.sendPolicy`: rules and a default. */
 export const SendPolicySchema = z.strictObject({
   rules: z.array(SendPolicyRuleSchema).default([]),
   default: Decision.default("allow"),
@@ -34,6 +47,7 @@ export const ThreadBindingsOverrideSchema = z.strictObject({
   maxAgeHours: hours.optional(),
 });
 
+/** `session.threadBindings`: whether sub-agents may bind threads, and when bindings expire. */
 export const ThreadBindingsSchema = z.strictObject({
   enabled: z.boolean().default(true),
   idleHours: hours.default(24),
@@ -47,6 +61,7 @@ const agentId = z
   .transform((id) => normalizeAgentId(id));
 const nonNegativeInt = z.int().min(0);
 
+/** `agents.defaults.subagents`: timeouts, archive delay, depth and concurrency limits of sub-agents. */
 export const SubagentDefaultsSchema = z.strictObject({
   runTimeoutSeconds: nonNegativeInt.default(0),
   archiveAfterMinutes: nonNegativeInt.default(60),
@@ -56,6 +71,7 @@ export const SubagentDefaultsSchema = z.strictObject({
   model: z.string().trim().min(1).optional(),
 });
 
+/** One `agents.list[]` entry: an agent's id, name and sub-agent settings. */
 export const AgentConfigSchema = z.strictObject({
   id: agentId,
   name: z.string().trim().min(1).optional(),
@@ -82,14 +98,14 @@ export const SessionsConfigSchema = z
   .strictObject({
     session: z
       .strictObject({
-        scope: z.enum(["per-sender", "global"]).default("per-sender"),
+        scope: choice(["per-sender", "global"]).default("per-sender"),
         mainKey: z
           .string()
           .trim()
           .toLowerCase()
           .regex(/^[^:\s]+$/, "must be one key segment (no ':' or spaces)")
           .default("main"),
-        dmScope: z.enum(DM_SCOPES).default("main"),
+        dmScope: choice(DM_SCOPES).default("main"),
         identityLinks: z.record(z.string(), z.array(z.string())).default({}),
         sendPolicy: SendPolicySchema.prefault({}),
         agentToAgent: z
@@ -100,7 +116,7 @@ export const SessionsConfigSchema = z
       .prefault({}),
     tools: z
       .strictObject({
-        sessions: z.strictObject({ visibility: z.enum(VISIBILITIES).default("tree") }).prefault({}),
+        sessions: z.strictObject({ visibility: choice(VISIBILITIES).default("tree") }).prefault({}),
         agentToAgent: z
           .strictObject({
             enabled: z.boolean().default(false),
@@ -126,7 +142,7 @@ export const SessionsConfigSchema = z
             model: z.string().trim().min(1).optional(),
             subagents: SubagentDefaultsSchema.prefault({}),
             sandbox: z
-              .strictObject({ sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned") })
+              .strictObject({ sessionToolsVisibility: choice(["spawned", "all"]).default("spawned") })
               .prefault({}),
           })
           .prefault({}),
@@ -149,9 +165,13 @@ export const SessionsConfigSchema = z
     });
   });
 
+/** The configuration after parsing: every default filled in. */
 export type SessionsConfig = z.output<typeof SessionsConfigSchema>;
+/** The configuration as you write it: everything optional. */
 export type SessionsConfigInput = z.input<typeof SessionsConfigSchema>;
+/** One parsed `agents.list[]` entry. */
 export type AgentConfig = z.output<typeof AgentConfigSchema>;
+/** Parsed `session.threadBindings`. */
 export type ThreadBindingsConfig = z.output<typeof ThreadBindingsSchema>;
 
 /**

@@ -9,6 +9,7 @@ export interface DeliveryContext {
   threadId?: string | undefined;
 }
 
+/** A delivery context as callers give it, before `normalizeDeliveryContext` (numeric thread ids, aliases, blanks allowed). */
 export interface DeliveryContextInput {
   channel?: unknown;
   to?: unknown;

@@ -16,6 +16,7 @@ export type SessionsErrorCode =
   | "storage_full"
   | "internal";
 
+/** Every `SessionsError` code. */
 export const SESSIONS_ERROR_CODES: readonly SessionsErrorCode[] = [
   "invalid_params",
   "invalid_key",
@@ -34,13 +35,14 @@ export const SESSIONS_ERROR_CODES: readonly SessionsErrorCode[] = [
   "internal",
 ];
 
+/** Extra facts a `SessionsError` carries. */
 export interface SessionsErrorOptions {
   /** The input field (dotted path) that was wrong, e.g. `sessionKey` or `session.sendPolicy.rules[0].action`. */
-  field?: string;
+  field?: string | undefined;
   /** Machine-readable extra facts (candidate keys, the allowed ids, …). */
-  details?: Record<string, unknown>;
+  details?: Record<string, unknown> | undefined;
   /** When a retry makes sense, after how many milliseconds. */
-  retryAfterMs?: number;
+  retryAfterMs?: number | undefined;
   cause?: unknown;
 }
 
@@ -66,6 +68,7 @@ export class SessionsError extends Error {
     this.retryAfterMs = options.retryAfterMs;
   }
 
+  /** Whether `value` is a `SessionsError`, also one thrown by another copy of this package (`instanceof` is not). */
   static isInstance(value: unknown): value is SessionsError {
     return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[MARKER] === true;
   }
@@ -75,9 +78,9 @@ export class SessionsError extends Error {
     name: string;
     code: SessionsErrorCode;
     message: string;
-    field?: string;
-    details?: Record<string, unknown>;
-    retryAfterMs?: number;
+    field?: string | undefined;
+    details?: Record<string, unknown> | undefined;
+    retryAfterMs?: number | undefined;
   } {
     return {
       name: this.name,

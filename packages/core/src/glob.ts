@@ -5,6 +5,7 @@
  */
 export interface GlobMatcher {
   readonly pattern: string;
+  /** Whether `value` matches the pattern (case-insensitive). */
   test(value: string): boolean;
 }
 
@@ -36,8 +37,13 @@ function indexOfKmp(
   return -1;
 }
 
+/** A blank pattern (empty or only whitespace) matches nothing: an allow list fails closed, never open. */
+const NOTHING = (pattern: string): GlobMatcher => ({ pattern, test: () => false });
+
+/** Compiles a case-insensitive `*` glob; a blank pattern matches nothing. */
 export function compileGlob(pattern: string): GlobMatcher {
   const lower = typeof pattern === "string" ? pattern.trim().toLowerCase() : "";
+  if (lower === "") return NOTHING(lower);
   const parts = lower.split("*");
   if (parts.length === 1) {
     return { pattern: lower, test: (value) => typeof value === "string" && value.toLowerCase() === lower };

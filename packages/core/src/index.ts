@@ -17,3 +17,4 @@ export { formatIssuePath, toSessionsError } from "./schema-errors.js";
 export * from "./send-policy.js";
 export * from "./tool-names.js";
 export * from "./tools.js";
+export * from "./wire-events.js";

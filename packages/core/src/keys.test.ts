@@ -437,6 +437,9 @@ describe("buildPeerSessionKey (SPEC 1.4)", () => {
       "agent:main:telegram:direct:7",
     ],
     [{ ...base, channel: "signal", peerKind: "group", peerId: "AbC=" }, "agent:main:signal:group:AbC="],
+    // Enum options are trimmed and case-insensitive, like config values.
+    [{ ...base, peerKind: "direct", dmScope: " Per-Peer " as "per-peer" }, "agent:main:direct:42"],
+    [{ ...base, peerKind: "Group" as "group", peerId: "-1" }, "agent:main:telegram:group:-1"],
   ] as const)("%j → %j", (options, expected) => {
     expect(buildPeerSessionKey(options)).toBe(expected);
   });

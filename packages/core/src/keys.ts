@@ -1,40 +1,51 @@
 import { normalizeChannelId } from "./channels.js";
+import { normalizeChoice } from "./choice.js";
 import { describeValue, SessionsError } from "./errors.js";
 
+/** The coarse kinds the tools filter on (`sessions_list({ kinds })`). */
 export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] as const;
 /** The coarse class the tools filter on (SPEC 1.3). */
 export type SessionKind = (typeof SESSION_KINDS)[number];
 
+/** Chat types a key's peer segment can name. */
 export const CHAT_TYPES = ["direct", "group", "channel", "unknown"] as const;
+/** A conversation's chat type: `direct`, `group`, `channel` or `unknown`. */
 export type ChatType = (typeof CHAT_TYPES)[number];
 
+/** Values of `session.dmScope`: how direct messages are split into sessions. */
 export const DM_SCOPES = ["main", "per-peer", "per-channel-peer", "per-account-channel-peer"] as const;
+/** How direct messages are split into sessions: all in `main`, or per peer (and channel, and account). */
 export type DmScope = (typeof DM_SCOPES)[number];
 
+/** The agent id used when none is configured or given. */
 export const DEFAULT_AGENT_ID = "main";
+/** The bot account id used when an adapter names none. */
 export const DEFAULT_ACCOUNT_ID = "default";
+/** Default of `session.mainKey`: the main session is `agent:<id>:main`. */
 export const DEFAULT_MAIN_KEY = "main";
 /** Keys longer than this are rejected: no real key comes close, and it bounds the work a parse can do. */
 export const MAX_SESSION_KEY_LENGTH = 1024;
 
+/** What `parseSessionKey` reads from a key. */
 export interface ParsedSessionKey {
   /** The canonical key. */
   key: string;
   /** Present for agent-scoped keys (`agent:<agentId>:…`). */
-  agentId?: string;
+  agentId?: string | undefined;
   /** The key without its `agent:<agentId>:` prefix. */
   rest: string;
   kind: SessionKind;
   chatType: ChatType;
   /** The channel segment parsed from the key, when the key has one. */
-  channel?: string;
-  accountId?: string;
-  peerId?: string;
-  threadId?: string;
-  parentKey?: string;
+  channel?: string | undefined;
+  accountId?: string | undefined;
+  peerId?: string | undefined;
+  threadId?: string | undefined;
+  parentKey?: string | undefined;
   subagent: boolean;
 }
 
+/** A key split at its last `:thread:` or `:topic:` marker (`threadOf`). */
 export interface ThreadInfo {
   parentKey: string;
   threadId: string;
@@ -149,9 +160,9 @@ export function normalizeSessionKey(key: unknown): string | null {
 interface Shape {
   kind: SessionKind;
   chatType: ChatType;
-  channel?: string;
-  accountId?: string;
-  peerId?: string;
+  channel?: string | undefined;
+  accountId?: string | undefined;
+  peerId?: string | undefined;
   subagent: boolean;
 }
 
@@ -236,7 +247,10 @@ function threadFrom(a: KeyAnalysis): ThreadInfo | null {
 }
 
 /** Parses a key into its parts; never throws, `null` for invalid input. */
-export function parseSessionKey(key: unknown, options?: { mainKey?: string }): ParsedSessionKey | null {
+export function parseSessionKey(
+  key: unknown,
+  options?: { mainKey?: string | undefined },
+): ParsedSessionKey | null {
   const a = analyze(key);
   if (a === null) return null;
   const shape = classify(a, normalizeMainKey(options?.mainKey));
@@ -271,7 +285,11 @@ export function isReservedKey(key: unknown): boolean {
  * `agent:<agentId>:<key>`, agent-scoped keys keep their own (normalised) agent, reserved keys stay bare.
  * @throws SessionsError `invalid_key` (field `key`) for a key that cannot be parsed.
  */
-export function toStoreKey(options: { agentId?: string; key?: unknown; mainKey?: string }): string {
+export function toStoreKey(options: {
+  agentId?: string | undefined;
+  key?: unknown;
+  mainKey?: string | undefined;
+}): string {
   const agentId = normalizeAgentId(options?.agentId);
   const key = options?.key;
   if (key === undefined || key === null || (typeof key === "string" && key.trim() === "")) {
@@ -326,16 +344,17 @@ function sanitizePeerId(peerId: unknown): string {
   return cleaned === "" ? "unknown" : cleaned;
 }
 
+/** Input of `buildPeerSessionKey`: an incoming message's platform, peer and the DM scoping rules. */
 export interface BuildPeerSessionKeyOptions {
-  agentId?: string;
+  agentId?: string | undefined;
   channel: string;
-  accountId?: string;
+  accountId?: string | undefined;
   peerKind: "direct" | "group" | "channel";
   peerId: string | number;
-  dmScope?: DmScope;
+  dmScope?: DmScope | undefined;
   /** Canonical person name → ids (`"<channel>:<id>"` or raw ids) that are that person. */
-  identityLinks?: Readonly<Record<string, readonly string[]>>;
-  mainKey?: string;
+  identityLinks?: Readonly<Record<string, readonly string[]>> | undefined;
+  mainKey?: string | undefined;
 }
 
 /** `"TG:123"` → `"telegram:123"`: the channel part of a link goes through the alias map. */
@@ -376,15 +395,13 @@ export function buildPeerSessionKey(input: BuildPeerSessionKeyOptions): string {
   const channel = normalizeChannelId(options.channel)?.replace(/:/g, "-") ?? "unknown";
   const peerId = sanitizePeerId(options.peerId);
   const prefix = `agent:${agentId}:`;
-  const peerKind =
-    options.peerKind === "group" || options.peerKind === "channel" ? options.peerKind : "direct";
+  const peerKind = normalizeChoice(options.peerKind, ["group", "channel"] as const) ?? "direct";
   let key: string;
   if (peerKind !== "direct") {
     key = `${prefix}${channel}:${peerKind}:${peerId}`;
   } else {
-    const scope = options.dmScope ?? "main";
-    if (scope === "main" || !DM_SCOPES.includes(scope))
-      return `${prefix}${normalizeMainKey(options.mainKey)}`;
+    const scope = normalizeChoice(options.dmScope, DM_SCOPES) ?? "main";
+    if (scope === "main") return `${prefix}${normalizeMainKey(options.mainKey)}`;
     const peer = linkedIdentity(options.identityLinks, channel, peerId) ?? peerId;
     if (scope === "per-peer") key = `${prefix}direct:${peer}`;
     else if (scope === "per-channel-peer") key = `${prefix}${channel}:direct:${peer}`;
@@ -394,7 +411,7 @@ export function buildPeerSessionKey(input: BuildPeerSessionKeyOptions): string {
 }
 
 function randomUuid(): string {
-  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  const c = (globalThis as { crypto?: { randomUUID?: (() => string) | undefined } | undefined }).crypto;
   if (c?.randomUUID) return c.randomUUID();
   const hex = "0123456789abcdef";
   let out = "";
@@ -417,7 +434,7 @@ export function buildSubagentSessionKey(agentId?: string, id?: string): string {
 /** The coarse kind of a key (SPEC 1.3). Invalid keys are `other`. */
 export function sessionKindOf(
   key: unknown,
-  options?: { mainKey?: string; chatType?: ChatType },
+  options?: { mainKey?: string | undefined; chatType?: ChatType | undefined },
 ): SessionKind {
   const a = analyze(key);
   if (a === null) return "other";
@@ -430,6 +447,7 @@ export function chatTypeOf(key: unknown): ChatType {
   return a === null ? "unknown" : classify(a, DEFAULT_MAIN_KEY).chatType;
 }
 
+/** The facts `channelOf` reads: the key and, when known, the entry's recorded channels. */
 export interface ChannelOfInput {
   key: string;
   kind?: SessionKind | undefined;

@@ -41,4 +41,5 @@ export const LIMITS = {
   token: 8192,
 } as const;
 
+/** The name of one entry of `LIMITS`. */
 export type LimitName = keyof typeof LIMITS;

@@ -1,10 +1,11 @@
 import { z } from "zod";
+import { VISIBILITIES } from "./access.js";
 import { SessionsError } from "./errors.js";
 import { LIMITS } from "./limits.js";
 import { toSessionsError } from "./schema-errors.js";
 
 /**
- * The wire protocol (PROTOCOL.md): the session subset of the OpenClaw gateway protocol v4, plus our additions.
+ * The wire protocol (docs/protocol.md): the session subset of the OpenClaw gateway protocol v4, plus our additions.
  * One set of zod schemas serves the server (validation) and the client (types).
  */
 export const PROTOCOL_VERSION = 4;
@@ -15,6 +16,7 @@ export const PRE_CONNECT_MAX_PAYLOAD = 64 * 1024;
 
 const frameId = z.string().min(1).max(256);
 
+/** A request frame: `{ type: "req", id, method, params? }`. */
 export const RequestFrameSchema = z.strictObject({
   type: z.literal("req"),
   id: frameId,
@@ -22,6 +24,7 @@ export const RequestFrameSchema = z.strictObject({
   params: z.unknown().optional(),
 });
 
+/** Top-level wire error codes; the specific reason is in `details.code`. */
 export const WireErrorCodeSchema = z.enum([
   "INVALID_REQUEST",
   "FORBIDDEN",
@@ -29,8 +32,10 @@ export const WireErrorCodeSchema = z.enum([
   "NOT_LINKED",
   "NOT_PAIRED",
 ]);
+/** A top-level wire error code. */
 export type WireErrorCode = z.infer<typeof WireErrorCodeSchema>;
 
+/** The error object of a failed response: `{ code, message, details?, retryable?, retryAfterMs? }`. */
 export const WireErrorSchema = z.object({
   code: z.string(),
   message: z.string(),
@@ -38,8 +43,10 @@ export const WireErrorSchema = z.object({
   retryable: z.boolean().optional(),
   retryAfterMs: z.number().optional(),
 });
+/** The error object of a failed response. */
 export type WireError = z.infer<typeof WireErrorSchema>;
 
+/** A response frame: `ok: true` with a payload, or `ok: false` with an error. */
 export const ResponseFrameSchema = z.union([
   z.strictObject({
     type: z.literal("res"),
@@ -50,6 +57,7 @@ export const ResponseFrameSchema = z.union([
   z.strictObject({ type: z.literal("res"), id: z.string(), ok: z.literal(false), error: WireErrorSchema }),
 ]);
 
+/** An event frame: `{ type: "event", event, payload?, seq? }`; `seq` counts this connection's events. */
 export const EventFrameSchema = z.strictObject({
   type: z.literal("event"),
   event: z.string(),
@@ -57,10 +65,14 @@ export const EventFrameSchema = z.strictObject({
   seq: z.int().optional(),
 });
 
+/** A request frame. */
 export type RequestFrame = z.infer<typeof RequestFrameSchema>;
+/** A response frame. */
 export type ResponseFrame = z.infer<typeof ResponseFrameSchema>;
+/** An event frame. */
 export type EventFrame = z.infer<typeof EventFrameSchema>;
 
+/** The params of `connect`, the first request on a connection. */
 export const ConnectParamsSchema = z.object({
   minProtocol: z.int(),
   maxProtocol: z.int(),
@@ -76,20 +88,53 @@ export const ConnectParamsSchema = z.object({
   caps: z.array(z.unknown()).max(LIMITS.caps).optional(),
   auth: z.object({ token: z.string().max(LIMITS.token).optional() }).optional(),
 });
+/** The params of `connect`. */
 export type ConnectParams = z.infer<typeof ConnectParamsSchema>;
 
+/** One entry of `hello-ok` `snapshot.presence` (OpenClaw: connected clients and nodes; ours sends none). */
+export interface PresenceEntry {
+  ts: number;
+  host?: string | undefined;
+  version?: string | undefined;
+  platform?: string | undefined;
+  mode?: string | undefined;
+  reason?: string | undefined;
+  [key: string]: unknown;
+}
+
+/** The payload of a successful `connect`: protocol, server, features, snapshot, granted scopes and limits. */
 export interface HelloOk {
   type: "hello-ok";
   protocol: number;
   server: { version: string; connId: string };
-  features: { methods: string[]; events: string[] };
+  /** `capabilities`: our extensions beyond OpenClaw's methods (`GATEWAY_CAPABILITIES`); OpenClaw sends its own. */
+  features: { methods: string[]; events: string[]; capabilities?: string[] | undefined };
+  /**
+   * `presence`, `health`, `stateVersion` and `uptimeMs` are required by OpenClaw's `HelloOkSchema`; our gateway
+   * sends an empty presence list, `health: { ok: true, ts }` and `stateVersion: { presence: 0, health: 0 }`.
+   */
   snapshot: {
-    sessionDefaults: { defaultAgentId: string; mainKey: string; mainSessionKey: string; scope: string };
+    presence: PresenceEntry[];
+    health: { ok?: true | undefined; ts?: number | undefined; [key: string]: unknown };
+    stateVersion: { presence: number; health: number };
+    uptimeMs: number;
+    sessionDefaults?:
+      | { defaultAgentId: string; mainKey: string; mainSessionKey: string; scope?: string | undefined }
+      | undefined;
   };
   auth: { role: string; scopes: string[] };
   policy: { maxPayload: number; maxBufferedBytes: number; tickIntervalMs: number };
 }
 
+/**
+ * Extensions our gateway announces in `hello-ok` `features.capabilities`; a client uses one only when the gateway
+ * lists it (an OpenClaw gateway rejects them). `agent.spawnedBy`: `agent` accepts `spawnedBy`.
+ */
+export const GATEWAY_CAPABILITIES = ["agent.spawnedBy"] as const;
+/** An extension our gateway announces in `hello-ok` `features.capabilities`. */
+export type GatewayCapability = (typeof GATEWAY_CAPABILITIES)[number];
+
+/** The events a gateway can send. */
 export const GATEWAY_EVENTS = [
   "connect.challenge",
   "tick",
@@ -109,6 +154,7 @@ const idText = z.string().max(LIMITS.id);
 const labelText = z.string().max(LIMITS.label);
 const messageText = z.string().min(1).max(LIMITS.message);
 
+/** `sessions.list` params. */
 export const SessionsListMethodParams = z.strictObject({
   limit: z.int().min(1).max(1000).optional(),
   offset: z.int().min(0).optional(),
@@ -126,6 +172,7 @@ export const SessionsListMethodParams = z.strictObject({
   includeArchived: z.boolean().optional(),
 });
 
+/** `sessions.resolve` params: a key, a sessionId or a label. */
 export const SessionsResolveMethodParams = z.strictObject({
   key: optionalKey,
   sessionId: idText.optional(),
@@ -134,23 +181,29 @@ export const SessionsResolveMethodParams = z.strictObject({
   spawnedBy: optionalKey,
 });
 
+/** `sessions.patch` params (`null` clears a field). */
 export const SessionsPatchMethodParams = z.strictObject({
   key,
   label: labelText.nullable().optional(),
   sendPolicy: z.enum(["allow", "deny"]).nullable().optional(),
+  /** What this session's own session tools may see; overrides `tools.sessions.visibility` (sandbox clamps still apply). */
+  visibility: z.enum(VISIBILITIES).nullable().optional(),
   model: idText.nullable().optional(),
   thinkingLevel: idText.nullable().optional(),
   verboseLevel: idText.nullable().optional(),
 });
 
+/** `sessions.delete` params. */
 export const SessionsDeleteMethodParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
 
+/** `chat.history` params (`offset` counts back from the newest message). */
 export const ChatHistoryMethodParams = z.strictObject({
   sessionKey: key,
   limit: z.int().min(1).max(1000).optional(),
   offset: z.int().min(0).optional(),
 });
 
+/** `chat.send` params. */
 export const ChatSendMethodParams = z.strictObject({
   sessionKey: key,
   message: messageText,
@@ -159,8 +212,10 @@ export const ChatSendMethodParams = z.strictObject({
   timeoutMs: z.int().min(0).optional(),
 });
 
+/** `chat.abort` params. */
 export const ChatAbortMethodParams = z.strictObject({ sessionKey: key, runId: idText.optional() });
 
+/** `agent`'s `inputProvenance`: marks the message as coming from another session. */
 export const InputProvenanceSchema = z.strictObject({
   kind: idText,
   sourceSessionKey: optionalKey,
@@ -168,6 +223,7 @@ export const InputProvenanceSchema = z.strictObject({
   sourceTool: idText.optional(),
 });
 
+/** `agent` params. */
 export const AgentMethodParams = z.strictObject({
   message: messageText,
   idempotencyKey,
@@ -186,6 +242,7 @@ export const AgentMethodParams = z.strictObject({
   timeout: z.number().min(0).optional(),
 });
 
+/** `agent.wait` params (`timeoutMs` default 30,000). */
 export const AgentWaitMethodParams = z.strictObject({
   runId: z.string().trim().min(1).max(LIMITS.id),
   timeoutMs: z
@@ -195,9 +252,12 @@ export const AgentWaitMethodParams = z.strictObject({
     .optional(),
 });
 
+/** `agents.list` params (none). */
 export const AgentsListMethodParams = z.strictObject({});
 
+/** `deliveries.get` params. */
 export const DeliveriesGetMethodParams = z.strictObject({ id: idText.min(1) });
+/** `deliveries.list` params. */
 export const DeliveriesListMethodParams = z.strictObject({
   sessionKey: optionalKey,
   runId: idText.optional(),
@@ -205,6 +265,13 @@ export const DeliveriesListMethodParams = z.strictObject({
   limit: z.int().min(1).max(1000).optional(),
 });
 
+/** `deliveries.retry` params (ours): send a `failed` or `suppressed` delivery again. */
+export const DeliveriesRetryMethodParams = z.strictObject({ id: idText.min(1) });
+
+/** `bindings.list` params (ours): the platform threads bound to sessions, optionally of one session. */
+export const BindingsListMethodParams = z.strictObject({ sessionKey: optionalKey });
+
+/** `sessions.tools.call` params: run a session tool as `requesterKey`. */
 export const ToolsCallMethodParams = z.strictObject({
   requesterKey: key,
   sandboxed: z.boolean().optional(),
@@ -223,6 +290,7 @@ export const SessionsSubscribeMethodParams = z.strictObject({
   runIds: z.array(z.string().trim().min(1).max(LIMITS.id)).max(LIMITS.subscriptions).optional(),
 });
 
+/** Every wire method's params schema, by method name. */
 export const METHOD_PARAMS = {
   "sessions.list": SessionsListMethodParams,
   "sessions.resolve": SessionsResolveMethodParams,
@@ -236,15 +304,21 @@ export const METHOD_PARAMS = {
   "agents.list": AgentsListMethodParams,
   "deliveries.get": DeliveriesGetMethodParams,
   "deliveries.list": DeliveriesListMethodParams,
+  "deliveries.retry": DeliveriesRetryMethodParams,
+  "bindings.list": BindingsListMethodParams,
   "sessions.tools.call": ToolsCallMethodParams,
   "sessions.subscribe": SessionsSubscribeMethodParams,
   "sessions.unsubscribe": SessionsSubscribeMethodParams,
 } as const;
 
+/** Every wire method's name. */
 export const GATEWAY_METHODS = Object.keys(METHOD_PARAMS) as GatewayMethodName[];
 
+/** A wire method's name. */
 export type GatewayMethodName = keyof typeof METHOD_PARAMS;
+/** A method's params as a caller writes them. */
 export type MethodParams<M extends GatewayMethodName> = z.input<(typeof METHOD_PARAMS)[M]>;
+/** A method's params after validation. */
 export type ParsedMethodParams<M extends GatewayMethodName> = z.output<(typeof METHOD_PARAMS)[M]>;
 
 /**
@@ -265,14 +339,18 @@ export function parseMethodParams<M extends GatewayMethodName>(
 
 // ---------------------------------------------------------------- payloads (loose: servers may add fields)
 
-const StoredMessageSchema = z.looseObject({
+/** A `chat.history` message: ours carries `ts`/`seq` and `timestamp`/`__openclaw.seq`; OpenClaw's only the latter. */
+const HistoryMessageSchema = z.looseObject({
   role: z.string(),
   content: z.unknown(),
-  ts: z.number(),
+  ts: z.number().optional(),
   seq: z.number().optional(),
+  timestamp: z.number().optional(),
   runId: z.string().optional(),
+  __openclaw: z.looseObject({ seq: z.number().optional(), runId: z.string().optional() }).optional(),
 });
 
+/** A `sessions.list` row (the gateway's kinds: `direct`, `group`, `global`, `unknown`). */
 export const GatewayRowSchema = z.looseObject({
   key: z.string(),
   kind: z.enum(["direct", "group", "global", "unknown"]),
@@ -284,6 +362,7 @@ export const GatewayRowSchema = z.looseObject({
   sessionId: z.string(),
   spawnedBy: z.string().optional(),
   sendPolicy: z.enum(["allow", "deny"]).optional(),
+  visibility: z.enum(VISIBILITIES).optional(),
   model: z.string().optional(),
   contextTokens: z.number().optional(),
   inputTokens: z.number().optional(),
@@ -304,8 +383,10 @@ export const GatewayRowSchema = z.looseObject({
     })
     .optional(),
 });
+/** A `sessions.list` row. */
 export type GatewayRow = z.infer<typeof GatewayRowSchema>;
 
+/** `sessions.list` payload: one page of rows and where the next starts. */
 export const SessionsListPayloadSchema = z.looseObject({
   ts: z.number(),
   count: z.number(),
@@ -315,6 +396,7 @@ export const SessionsListPayloadSchema = z.looseObject({
   sessions: z.array(GatewayRowSchema),
 });
 
+/** One outbox record: target, text, status, attempts and receipt. */
 export const DeliveryRecordSchema = z.looseObject({
   id: z.string(),
   idempotencyKey: z.string(),
@@ -334,8 +416,26 @@ export const DeliveryRecordSchema = z.looseObject({
   lastError: z.string().optional(),
   receipt: z.array(z.string()).optional(),
 });
+/** One outbox record as the wire carries it. */
 export type DeliveryRecordPayload = z.infer<typeof DeliveryRecordSchema>;
 
+/** A thread bound to a session (`bindings.list`): its messages route to the session, its replies go there. */
+export const ThreadBindingSchema = z.looseObject({
+  channel: z.string(),
+  accountId: z.string(),
+  threadId: z.string(),
+  sessionKey: z.string(),
+  to: z.string(),
+  parentTo: z.string().optional(),
+  boundAt: z.number(),
+  lastActivityAt: z.number(),
+  idleHours: z.number(),
+  maxAgeHours: z.number(),
+});
+/** A thread binding as the wire carries it. */
+export type ThreadBindingPayload = z.infer<typeof ThreadBindingSchema>;
+
+/** `agent.wait` payload: the run's outcome, or `timeout` (without `endedAt`) when the wait ran out. */
 export const AgentWaitPayloadSchema = z.looseObject({
   runId: z.string(),
   status: z.enum(["ok", "error", "timeout"]),
@@ -344,6 +444,7 @@ export const AgentWaitPayloadSchema = z.looseObject({
   error: z.string().optional(),
   reply: z.string().optional(),
 });
+/** `agent.wait` payload. */
 export type AgentWaitPayload = z.infer<typeof AgentWaitPayloadSchema>;
 
 /** `subscribed`: any subscription left; `keys`: the keys the call named, stored form; `runIds`: those under way. */
@@ -355,19 +456,27 @@ export const SubscriptionPayloadSchema = z.looseObject({
   runIds: z.array(z.string()).optional(),
 });
 
+/** Every wire method's payload schema, by method name (loose: servers may add fields). */
 export const METHOD_PAYLOADS = {
   "sessions.list": SessionsListPayloadSchema,
-  "sessions.resolve": z.looseObject({ ok: z.literal(true), key: z.string() }),
+  "sessions.resolve": z.looseObject({ ok: z.literal(true), key: z.string(), agentId: z.string().optional() }),
+  // The entry is the session's list row (ours: with `key`; OpenClaw's entry has none).
   "sessions.patch": z.looseObject({
     ok: z.literal(true),
     key: z.string(),
-    entry: z.looseObject({ key: z.string() }),
+    entry: GatewayRowSchema.partial({ key: true, kind: true, updatedAt: true, sessionId: true }),
   }),
-  "sessions.delete": z.looseObject({ ok: z.literal(true), key: z.string(), deleted: z.boolean() }),
+  "sessions.delete": z.looseObject({
+    ok: z.literal(true),
+    key: z.string(),
+    deleted: z.boolean(),
+    archived: z.array(z.string()).optional(),
+  }),
+  // An unknown session answers ok and empty, without `sessionId` (as OpenClaw does).
   "chat.history": z.looseObject({
     sessionKey: z.string(),
-    sessionId: z.string(),
-    messages: z.array(StoredMessageSchema),
+    sessionId: z.string().optional(),
+    messages: z.array(HistoryMessageSchema),
     totalMessages: z.number(),
     hasMore: z.boolean(),
     nextOffset: z.number().nullable(),
@@ -386,32 +495,18 @@ export const METHOD_PAYLOADS = {
     defaultId: z.string(),
     mainKey: z.string(),
     scope: z.string(),
+    // Ours: `session.dmScope` (how direct chats map to sessions); OpenClaw gateways omit it.
+    dmScope: z.string().optional(),
     agents: z.array(z.object({ id: z.string(), name: z.string().optional() })),
   }),
   "deliveries.get": DeliveryRecordSchema,
   "deliveries.list": z.looseObject({ deliveries: z.array(DeliveryRecordSchema) }),
+  "deliveries.retry": DeliveryRecordSchema,
+  "bindings.list": z.looseObject({ bindings: z.array(ThreadBindingSchema) }),
   "sessions.tools.call": z.unknown(),
   "sessions.subscribe": SubscriptionPayloadSchema,
   "sessions.unsubscribe": SubscriptionPayloadSchema,
 } as const satisfies Record<GatewayMethodName, z.ZodType>;
 
+/** A method's payload. */
 export type MethodPayload<M extends GatewayMethodName> = z.output<(typeof METHOD_PAYLOADS)[M]>;
-
-/** Events the gateway sends (payload shapes). */
-export interface ChatEventPayload {
-  runId: string;
-  sessionKey: string;
-  seq: number;
-  state: "delta" | "final" | "aborted" | "error";
-  deltaText?: string;
-  message?: string;
-  errorMessage?: string;
-}
-
-export interface AgentEventPayload {
-  runId: string;
-  seq: number;
-  stream: "lifecycle" | "assistant" | "tool";
-  ts: number;
-  data: unknown;
-}

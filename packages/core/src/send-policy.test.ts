@@ -186,6 +186,23 @@ describe("resolveSendPolicy (SPEC 8.2)", () => {
   });
 });
 
+describe("enum values in a policy", () => {
+  it("are trimmed and case-insensitive: actions, default and the per-session override", () => {
+    const key = "agent:main:discord:group:dev";
+    const rules = [{ match: { channel: "discord" }, action: " DENY " as "deny" }];
+    expect(explainSendPolicy({ policy: { rules }, key })).toEqual({
+      decision: "deny",
+      source: "rule",
+      ruleIndex: 0,
+    });
+    expect(resolveSendPolicy({ policy: { default: "Deny" as "deny" }, key })).toBe("deny");
+    expect(resolveSendPolicy({ entry: { sendPolicy: " ALLOW" as "allow" }, policy: { rules }, key })).toBe(
+      "allow",
+    );
+    expect(resolveSendPolicy({ policy: { rules: [{ action: "perhaps" as "deny" }] }, key })).toBe("allow");
+  });
+});
+
 describe("parseSendCommand", () => {
   it.each([
     ["/send on", { mode: "allow" }],

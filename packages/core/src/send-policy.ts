@@ -1,9 +1,19 @@
 import { normalizeChannelId } from "./channels.js";
+import { normalizeChoice } from "./choice.js";
 import type { DeliveryContext } from "./delivery.js";
 import { type ChatType, parseSessionKey } from "./keys.js";
 
+/** What the send policy decides for a delivery. */
 export type SendDecision = "allow" | "deny";
 
+const DECISIONS = ["allow", "deny"] as const;
+
+/** `"allow"` / `"deny"` as configured, trimmed and case-insensitive; `undefined` for anything else. */
+function decisionOf(value: unknown): SendDecision | undefined {
+  return normalizeChoice(value, DECISIONS);
+}
+
+/** What a send-policy rule matches on; fields left out match anything; all case-insensitive. */
 export interface SendPolicyMatch {
   channel?: string | undefined;
   chatType?: string | undefined;
@@ -11,11 +21,13 @@ export interface SendPolicyMatch {
   rawKeyPrefix?: string | undefined;
 }
 
+/** One send-policy rule: when `match` fits, `action`. */
 export interface SendPolicyRule {
   match?: SendPolicyMatch | undefined;
   action: SendDecision;
 }
 
+/** `session.sendPolicy`: rules (any matching `deny` wins, then `allow`) and the default. */
 export interface SendPolicyConfig {
   rules?: readonly SendPolicyRule[] | undefined;
   default?: SendDecision | undefined;
@@ -30,6 +42,7 @@ export interface SendPolicyEntry {
   deliveryContext?: DeliveryContext | undefined;
 }
 
+/** The question `resolveSendPolicy` answers: may the gateway post into this session? */
 export interface SendPolicyInput {
   policy?: SendPolicyConfig | undefined;
   entry?: SendPolicyEntry | undefined;
@@ -38,10 +51,11 @@ export interface SendPolicyInput {
   chatType?: string | undefined;
 }
 
+/** The decision and what made it: the session's override, a rule (by index), or the default. */
 export interface SendPolicyExplanation {
   decision: SendDecision;
   source: "override" | "rule" | "default";
-  ruleIndex?: number;
+  ruleIndex?: number | undefined;
 }
 
 interface CompiledRule {
@@ -103,7 +117,8 @@ function compile(policy: SendPolicyConfig | undefined): CompiledPolicy {
   const rules: CompiledRule[] = [];
   source.forEach((rule: SendPolicyRule | undefined, index: number) => {
     if (rule === null || typeof rule !== "object") return;
-    if (rule.action !== "allow" && rule.action !== "deny") return;
+    const action = decisionOf(rule.action);
+    if (action === undefined) return;
     const match: Record<string, unknown> =
       rule.match !== null && typeof rule.match === "object" ? (rule.match as Record<string, unknown>) : {};
     const fields = {
@@ -114,7 +129,7 @@ function compile(policy: SendPolicyConfig | undefined): CompiledPolicy {
     };
     rules.push({
       index,
-      deny: rule.action === "deny",
+      deny: action === "deny",
       never: Object.values(fields).some((f) => f === null),
       channel: fields.channel ?? undefined,
       chatType: fields.chatType ?? undefined,
@@ -124,7 +139,7 @@ function compile(policy: SendPolicyConfig | undefined): CompiledPolicy {
   });
   const compiled: CompiledPolicy = {
     rules,
-    fallback: policy.default === "deny" ? "deny" : "allow",
+    fallback: decisionOf(policy.default) ?? "allow",
     source: { rules: policy.rules, length: source.length, fallback: policy.default },
   };
   compiledCache.set(policy, compiled);
@@ -134,8 +149,8 @@ function compile(policy: SendPolicyConfig | undefined): CompiledPolicy {
 /** Which override, rule or default decides a send (SPEC 8.2). Never throws. */
 export function explainSendPolicy(input: SendPolicyInput): SendPolicyExplanation {
   const entry = input?.entry;
-  const override = entry?.sendPolicy;
-  if (override === "allow" || override === "deny") return { decision: override, source: "override" };
+  const override = decisionOf(entry?.sendPolicy);
+  if (override !== undefined) return { decision: override, source: "override" };
 
   const policy = compile(input?.policy);
   if (policy.rules.length === 0) return { decision: policy.fallback, source: "default" };
@@ -195,6 +210,7 @@ export function describeSendPolicyDecision(explanation: SendPolicyExplanation): 
   return `session.sendPolicy.default is "${explanation.decision}"`;
 }
 
+/** A parsed `/send on|off|inherit`; `mode: null` means the command was malformed (show usage). */
 export type SendCommand = { mode: SendDecision | "inherit" | null };
 
 const SEND_MODES: ReadonlyMap<string, SendDecision | "inherit"> = new Map([

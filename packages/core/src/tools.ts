@@ -48,20 +48,27 @@ const messageText = (what: string) =>
 
 // ---------------------------------------------------------------- shared result pieces
 
+/** The `status` of a tool result. */
 export const ToolStatusSchema = z.enum(["ok", "accepted", "timeout", "error", "forbidden", "not_found"]);
+/** The `status` of a tool result: `ok`, `accepted`, `timeout`, `error`, `forbidden` or `not_found`. */
 export type ToolStatus = z.infer<typeof ToolStatusSchema>;
 
+/** Marks a message one session put into another (`sessions_send`, `sessions_spawn`), so it is never taken for user input. */
 export const InterSessionProvenanceSchema = z.looseObject({
   kind: z.literal("inter_session"),
   sourceSessionKey: z.string(),
   sourceChannel: z.string().optional(),
   sourceTool: z.string().optional(),
 });
+/** Where an inter-session message came from: source session, channel and tool. */
 export type InterSessionProvenance = z.infer<typeof InterSessionProvenanceSchema>;
 
+/** Who wrote a transcript message. */
 export const TranscriptRoleSchema = z.enum(["user", "assistant", "system", "toolResult", "tool"]);
+/** Who wrote a transcript message: `user`, `assistant`, `system`, or a tool result (`toolResult`, `tool`). */
 export type TranscriptRole = z.infer<typeof TranscriptRoleSchema>;
 
+/** One transcript message: role, content, time, and provenance when it came from another session. */
 export const TranscriptMessageSchema = z.looseObject({
   role: TranscriptRoleSchema,
   content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
@@ -71,8 +78,10 @@ export const TranscriptMessageSchema = z.looseObject({
   toolCallId: z.string().optional(),
   provenance: InterSessionProvenanceSchema.optional(),
 });
+/** One transcript message (extra fields are kept). */
 export type TranscriptMessage = z.infer<typeof TranscriptMessageSchema>;
 
+/** Where replies for a conversation go: `{ channel, to, accountId?, threadId? }`. */
 export const DeliveryContextSchema = z.object({
   channel: z.string().optional(),
   to: z.string().optional(),
@@ -80,6 +89,7 @@ export const DeliveryContextSchema = z.object({
   threadId: z.string().optional(),
 });
 
+/** A `sessions_list` row. */
 export const SessionRowSchema = z.object({
   key: z.string(),
   kind: z.enum(SESSION_KINDS),
@@ -102,6 +112,7 @@ export const SessionRowSchema = z.object({
   transcriptPath: z.string().optional(),
   messages: z.array(TranscriptMessageSchema).optional(),
 });
+/** A `sessions_list` row, as an agent sees it. */
 export type SessionRow = z.infer<typeof SessionRowSchema>;
 
 /** The stored metadata of a session (SPEC 2). */
@@ -134,6 +145,7 @@ export const SessionEntrySchema = z.object({
   spawnDepth: z.number().optional(),
   archivedAt: z.number().optional(),
 });
+/** A session's stored metadata. */
 export type SessionEntry = z.infer<typeof SessionEntrySchema>;
 
 const errorFields = {
@@ -143,6 +155,7 @@ const errorFields = {
 
 // ---------------------------------------------------------------- sessions_list
 
+/** `sessions_list` parameters (limits clamped, defaults filled). */
 export const SessionsListParams = z.strictObject({
   kinds: z
     .array(z.enum(SESSION_KINDS))
@@ -162,6 +175,7 @@ export const SessionsListParams = z.strictObject({
     .describe("Attach the last N messages of each session, tool results removed (default 0, max 20)."),
 });
 
+/** `sessions_list` result: `{ count, sessions }`. */
 export const SessionsListResult = z.object({
   count: z.int(),
   sessions: z.array(SessionRowSchema),
@@ -169,6 +183,7 @@ export const SessionsListResult = z.object({
 
 // ---------------------------------------------------------------- sessions_history
 
+/** `sessions_history` parameters. */
 export const SessionsHistoryParams = z.strictObject({
   sessionKey: sessionKeyParam,
   limit: z
@@ -179,6 +194,7 @@ export const SessionsHistoryParams = z.strictObject({
   includeTools: z.boolean().default(false).describe("Include tool result messages (default false)."),
 });
 
+/** `sessions_history` result: messages oldest first, with `truncated` and `droppedMessages` when bounded. */
 export const SessionsHistoryResult = z.object({
   status: ToolStatusSchema,
   sessionKey: z.string(),
@@ -190,6 +206,7 @@ export const SessionsHistoryResult = z.object({
 
 // ---------------------------------------------------------------- sessions_send
 
+/** `sessions_send` parameters. */
 export const SessionsSendParams = z.strictObject({
   sessionKey: sessionKeyParam,
   message: messageText("message").describe("The message to deliver into the target session."),
@@ -200,8 +217,10 @@ export const SessionsSendParams = z.strictObject({
     .describe("Seconds to wait for the reply (default 30). 0 = fire-and-forget: returns status accepted."),
 });
 
+/** How an announce's delivery went: `pending`, `delivered`, `suppressed` or `failed`. */
 export const DeliveryStatusSchema = z.enum(["pending", "delivered", "suppressed", "failed"]);
 
+/** `sessions_send` result: the run id, its status, and the reply when it came in time. */
 export const SessionsSendResult = z.object({
   status: ToolStatusSchema,
   runId: z.string().optional(),
@@ -265,6 +284,7 @@ const SessionsSpawnObject = z.strictObject({
     ),
 });
 
+/** `sessions_spawn` parameters (`mode: "session"` requires `thread: true`). */
 export const SessionsSpawnParams = SessionsSpawnObject.superRefine((params, ctx) => {
   if (params.mode === "session" && params.thread !== true) {
     ctx.addIssue({ code: "custom", path: ["mode"], message: 'mode "session" requires thread=true' });
@@ -274,6 +294,7 @@ export const SessionsSpawnParams = SessionsSpawnObject.superRefine((params, ctx)
   return { ...params, mode, cleanup: mode === "session" ? "keep" : (params.cleanup ?? "keep") } as const;
 });
 
+/** `sessions_spawn` result: `accepted` with the child's key and run id, or a refusal. */
 export const SessionsSpawnResult = z.object({
   status: ToolStatusSchema,
   runId: z.string().optional(),
@@ -284,8 +305,10 @@ export const SessionsSpawnResult = z.object({
 
 // ---------------------------------------------------------------- agents_list
 
+/** `agents_list` takes no parameters. */
 export const AgentsListParams = z.strictObject({});
 
+/** `agents_list` result: the requester and the agent ids it may spawn under. */
 export const AgentsListResult = z.object({
   requester: z.string(),
   allowAny: z.boolean(),
@@ -294,21 +317,36 @@ export const AgentsListResult = z.object({
 
 // ---------------------------------------------------------------- registry
 
+/** `sessions_list` parameters as a caller writes them. */
 export type SessionsListParamsInput = z.input<typeof SessionsListParams>;
+/** `sessions_list` parameters after validation and defaults. */
 export type SessionsListParams = z.output<typeof SessionsListParams>;
+/** `sessions_list` result. */
 export type SessionsListResult = z.infer<typeof SessionsListResult>;
+/** `sessions_history` parameters as a caller writes them. */
 export type SessionsHistoryParamsInput = z.input<typeof SessionsHistoryParams>;
+/** `sessions_history` parameters after validation and defaults. */
 export type SessionsHistoryParams = z.output<typeof SessionsHistoryParams>;
+/** `sessions_history` result. */
 export type SessionsHistoryResult = z.infer<typeof SessionsHistoryResult>;
+/** `sessions_send` parameters as a caller writes them. */
 export type SessionsSendParamsInput = z.input<typeof SessionsSendParams>;
+/** `sessions_send` parameters after validation and defaults. */
 export type SessionsSendParams = z.output<typeof SessionsSendParams>;
+/** `sessions_send` result. */
 export type SessionsSendResult = z.infer<typeof SessionsSendResult>;
+/** `sessions_spawn` parameters as a caller writes them. */
 export type SessionsSpawnParamsInput = z.input<typeof SessionsSpawnParams>;
+/** `sessions_spawn` parameters after validation and defaults. */
 export type SessionsSpawnParams = z.output<typeof SessionsSpawnParams>;
+/** `sessions_spawn` result. */
 export type SessionsSpawnResult = z.infer<typeof SessionsSpawnResult>;
+/** `agents_list` parameters (none). */
 export type AgentsListParams = z.output<typeof AgentsListParams>;
+/** `agents_list` result. */
 export type AgentsListResult = z.infer<typeof AgentsListResult>;
 
+/** Each tool's validated parameters, by tool name. */
 export interface SessionToolParamsMap {
   sessions_list: SessionsListParams;
   sessions_history: SessionsHistoryParams;
@@ -317,6 +355,7 @@ export interface SessionToolParamsMap {
   agents_list: AgentsListParams;
 }
 
+/** Each tool's result, by tool name. */
 export interface SessionToolResultMap {
   sessions_list: SessionsListResult;
   sessions_history: SessionsHistoryResult;
@@ -331,6 +370,7 @@ export type ToolJsonSchema = { type: "object"; properties: Record<string, unknow
   unknown
 >;
 
+/** One tool's contract: name, description for the model, zod schemas, and the JSON Schema for any provider. */
 export interface SessionToolContract<N extends SessionToolName = SessionToolName> {
   name: N;
   description: string;

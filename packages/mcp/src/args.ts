@@ -13,12 +13,12 @@ export type CliArgs =
 /** Parses the command line (`argv` without node and the script) and the environment. Never throws. */
 export function parseCliArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliArgs {
   let values: {
-    url?: string;
-    token?: string;
-    session?: string;
-    sandboxed?: boolean;
-    help?: boolean;
-    version?: boolean;
+    url?: string | undefined;
+    token?: string | undefined;
+    session?: string | undefined;
+    sandboxed?: boolean | undefined;
+    help?: boolean | undefined;
+    version?: boolean | undefined;
   };
   try {
     ({ values } = parseArgs({

@@ -5,29 +5,31 @@ import type { Logger } from "@sessions/core";
 import { createGatewayClient, type GatewayClient } from "@sessions/gateway-client";
 import { createSessionsMcpServer, formatToolError } from "./server.js";
 
+/** Options of `runSessionsMcp` (the CLI flags' counterparts). */
 export interface RunSessionsMcpOptions {
   /** The gateway's WebSocket URL (`ws://127.0.0.1:18789`). */
   url: string;
   /** The gateway token (a token bound to `session` is the tightest choice). */
-  token?: string;
+  token?: string | undefined;
   /** The requester session the tools act as (`main`, `agent:ops:discord:group:123`, …). */
   session: string;
   /** Sandboxed: the session sees at most its own tree. */
-  sandboxed?: boolean;
+  sandboxed?: boolean | undefined;
   /** Server name reported to MCP clients (default `sessions`). */
-  name?: string;
+  name?: string | undefined;
   /** Server version reported to MCP clients (default: this package's version). */
-  version?: string;
+  version?: string | undefined;
   /** Tool calls wait this long for the gateway connection before failing (default 10,000 ms). */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /** Default `process.stdin`. */
-  stdin?: Readable;
+  stdin?: Readable | undefined;
   /** Default `process.stdout`. Nothing but MCP JSON-RPC is ever written to it. */
-  stdout?: Writable;
+  stdout?: Writable | undefined;
   /** Default: info, warnings and errors to stderr. */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
+/** A running stdio MCP server, from `runSessionsMcp`. */
 export interface SessionsMcpHandle {
   readonly server: Server;
   readonly client: GatewayClient;
@@ -90,7 +92,7 @@ export async function runSessionsMcp(options: RunSessionsMcpOptions): Promise<Se
   const offDisconnected = client.on("disconnected", (payload) => {
     if (closing !== undefined || outage) return;
     outage = true;
-    const reason = (payload as { reason?: string; code?: number } | undefined) ?? {};
+    const reason = (payload as { reason?: string | undefined; code?: number | undefined } | undefined) ?? {};
     logger.warn(
       `no connection to the gateway at ${options.url} (${reason.code ?? "?"}${reason.reason ? ` ${reason.reason}` : ""}); retrying`,
     );

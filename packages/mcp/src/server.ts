@@ -15,22 +15,23 @@ import {
 } from "@sessions/gateway-client";
 import { VERSION } from "./version.js";
 
+/** Options of `createSessionsMcpServer`. */
 export interface SessionsMcpServerOptions {
   /** A gateway client (from `createGatewayClient`); the server never closes it. */
   client: GatewayClient;
   /** The requester session every tool acts as (`main`, `agent:ops:discord:group:123`, …). */
   requesterKey: string;
   /** Sandboxed sessions see at most their own tree. */
-  sandboxed?: boolean;
+  sandboxed?: boolean | undefined;
   /** The server name reported to MCP clients (default `sessions`). */
-  name?: string;
+  name?: string | undefined;
   /** The server version reported to MCP clients (default: this package's version). */
-  version?: string;
+  version?: string | undefined;
   /**
    * How long a tool call waits for the gateway connection before it fails with `unavailable`
    * (default 10,000 ms). Calls made while connected do not wait.
    */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
 }
 
 const TITLES: Readonly<Record<SessionToolName, string>> = {

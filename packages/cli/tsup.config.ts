@@ -1,11 +1,11 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/cli.ts"],
-  format: ["esm"],
+  entry: ["src/index.ts", "src/cli.ts"],
+  format: ["esm", "cjs"],
+  dts: { entry: ["src/index.ts"] },
   sourcemap: true,
   clean: true,
   target: "node20",
   platform: "node",
-  banner: { js: "#!/usr/bin/env node" },
 });

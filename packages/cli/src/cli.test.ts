@@ -57,6 +57,15 @@ async function sessions(...args: string[]) {
   });
 }
 
+async function client<T>(fn: (c: ReturnType<typeof createGatewayClient>) => Promise<T>): Promise<T> {
+  const c = createGatewayClient({ url, token, reconnect: false });
+  try {
+    return await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
 async function failing(args: string[], env: Record<string, string> = {}) {
   try {
     await run(process.execPath, ["--import", "tsx", cli, ...args], {
@@ -107,12 +116,25 @@ describe("sessions-gateway", () => {
     const list = await sessions("list");
     const lines = list.stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^KEY\s+KIND\s+CHANNEL\s+LABEL\s+UPDATEDAT\s+TOTALTOKENS$/);
-    expect(list.stdout).toContain("agent:main:main");
-    expect(list.stdout).toMatch(/agent:research:subagent:\S+\s+direct\s+digger/);
+    // Kinds and channels as the session tools show them, not the wire's coarse `direct`.
+    expect(list.stdout).toMatch(/^agent:main:main\s+main\s+unknown\s/m);
+    expect(list.stdout).toMatch(/^agent:research:subagent:\S+\s+other\s+unknown\s+digger/m);
     expect(lines.at(-1)).toBe("2 session(s)");
 
     const json = JSON.parse((await sessions("list", "--json")).stdout);
     expect(json).toMatchObject({ count: 2, hasMore: false });
+    const tool = (await client(async (c) =>
+      c.callTool({ requesterKey: "main", name: "sessions_list", params: {} }),
+    )) as { sessions: { key: string; kind: string; channel: string }[] };
+    for (const row of json.sessions as { key: string; kind: string; channel: string }[]) {
+      const same = tool.sessions.find((t) => t.key === row.key || `agent:main:${t.key}` === row.key);
+      if (same !== undefined)
+        expect({ kind: row.kind, channel: row.channel }).toEqual({ kind: same.kind, channel: same.channel });
+    }
+    expect(json.sessions.find((r: { key: string }) => r.key === "agent:main:main")).toMatchObject({
+      kind: "main",
+      channel: "unknown",
+    });
 
     const patched = await sessions("patch", "main", "--label", "home", "--send-policy", "deny");
     expect(patched.stdout).toMatch(/agent:main:main\s+home\s+deny/);
@@ -131,7 +153,8 @@ describe("sessions-gateway", () => {
     const usage = await failing(["sessions", "history", "--url", url], { SESSIONS_GATEWAY_TOKEN: token });
     expect(usage.code).toBe(2);
     expect(usage.stderr.trim().split("\n")).toEqual([
-      "sessions-gateway: usage: sessions history <key> [--limit N]",
+      "sessions-gateway: sessions history needs <key>",
+      'Run "sessions-gateway sessions history --help" for usage.',
     ]);
 
     const auth = await failing(["sessions", "list", "--url", url], { SESSIONS_GATEWAY_TOKEN: "wrong" });

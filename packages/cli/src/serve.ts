@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { consoleAssetsDir } from "@sessions/console";
 import { SessionsError, toSessionsError } from "@sessions/core";
 import {
   type AgentRunner,
@@ -8,31 +9,27 @@ import {
   createScriptedRunner,
   createSqliteStore,
   type GatewayToken,
+  type SessionStore,
 } from "@sessions/gateway";
 import JSON5 from "json5";
 import { z } from "zod";
-
-export interface ServeOptions {
-  config?: string;
-  port?: string;
-  host?: string;
-  db?: string;
-  runner?: string;
-  drainMs?: string;
-}
+import { type OptionValues, text, usageError, wholeNumber } from "./args.js";
+import { SERVE } from "./spec.js";
 
 interface ServerSettings {
-  host?: string;
-  port?: number;
-  db?: string;
-  tickIntervalMs?: number;
-  tokens?: GatewayToken[];
+  host?: string | undefined;
+  port?: number | undefined;
+  db?: string | undefined;
+  store?: string | undefined;
+  tickIntervalMs?: number | undefined;
+  tokens?: GatewayToken[] | undefined;
 }
 
 const ServerSettingsSchema = z.strictObject({
   host: z.string().min(1).optional(),
   port: z.int().min(0).max(65535).optional(),
   db: z.string().min(1).optional(),
+  store: z.string().min(1).optional(),
   tickIntervalMs: z.int().min(100).optional(),
   tokens: z
     .array(
@@ -40,6 +37,10 @@ const ServerSettingsSchema = z.strictObject({
         token: z.string().min(8, "tokens must be at least 8 characters"),
         requesterKey: z.string().min(1).optional(),
         sandboxed: z.boolean().optional(),
+        scopes: z
+          .array(z.enum(["operator.read", "operator.write", "operator.admin"]))
+          .min(1)
+          .optional(),
         label: z.string().optional(),
       }),
     )
@@ -81,8 +82,8 @@ async function loadRunner(spec: string | undefined): Promise<AgentRunner> {
     return createScriptedRunner({ agents: {}, fallback: (turn) => `echo: ${turn.text}` });
   }
   const mod = (await import(pathToFileURL(resolve(spec)).href)) as {
-    default?: AgentRunner;
-    runner?: AgentRunner;
+    default?: AgentRunner | undefined;
+    runner?: AgentRunner | undefined;
   };
   const runner = mod.default ?? mod.runner;
   if (typeof runner?.run !== "function")
@@ -90,14 +91,36 @@ async function loadRunner(spec: string | undefined): Promise<AgentRunner> {
   return runner;
 }
 
-/** `sessions-gateway serve`: runs until SIGINT/SIGTERM, then drains and exits 0. */
-export async function serve(options: ServeOptions, out: (line: string) => void): Promise<void> {
+/**
+ * The store `serve` runs on: Postgres when `--store` (or `$SESSIONS_GATEWAY_STORE`, or `gateway.store`) names a
+ * `postgres://` URL — loaded only then, so SQLite users never load the Postgres driver — else SQLite at `--db`.
+ */
+async function openStore(options: OptionValues, server: ServerSettings): Promise<SessionStore> {
+  const db = text(options.db);
+  const flag = text(options.store);
+  const url = flag ?? (process.env.SESSIONS_GATEWAY_STORE || undefined) ?? server.store;
+  if (url === undefined) return createSqliteStore({ path: db ?? server.db ?? ".sessions/gateway.db" });
+  if (db !== undefined)
+    throw usageError("--db and --store name two different stores: give one", SERVE.name, "--db");
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    const from =
+      flag !== undefined ? "--store" : server.store === url ? "gateway.store" : "SESSIONS_GATEWAY_STORE";
+    throw usageError(`${from} must be a postgres:// URL (SQLite files go to --db)`, SERVE.name, from);
+  }
+  const { createPostgresStore } = await import("@sessions/store-postgres");
+  return createPostgresStore({ connectionString: url });
+}
+
+/** `sessions-gateway serve` (options as `SERVE` in spec.ts declares them): runs until SIGINT/SIGTERM, drains, returns. */
+export async function serve(options: OptionValues, out: (line: string) => void): Promise<void> {
+  const port = wholeNumber(options.port, "port", SERVE.name, -1, { min: 0, max: 65535 });
+  const drainMs = wholeNumber(options["drain-ms"], "drain-ms", SERVE.name, 10_000);
+  const configPath = text(options.config);
+  const runnerSpec = text(options.runner);
+  if (text(options.host)?.trim() === "") throw usageError("--host must not be empty", SERVE.name, "--host");
   const { config, server } =
-    options.config === undefined ? { config: {}, server: {} } : readConfigFile(options.config);
-  const host = options.host ?? server.host ?? "127.0.0.1";
-  const port = options.port !== undefined ? Number(options.port) : (server.port ?? 18789);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    fail(`--port must be 0..65535 (got ${options.port})`, "port");
+    configPath === undefined ? { config: {}, server: {} } : readConfigFile(configPath);
+  const host = text(options.host) ?? server.host ?? "127.0.0.1";
   const token = process.env.SESSIONS_GATEWAY_TOKEN;
   const tokens = server.tokens ?? [];
   const loopback = /^(127\.|::1$|localhost$)/.test(host);
@@ -106,21 +129,22 @@ export async function serve(options: ServeOptions, out: (line: string) => void):
   }
   const gateway = createGateway({
     config,
-    store: createSqliteStore({ path: options.db ?? server.db ?? ".sessions/gateway.db" }),
-    runner: await loadRunner(options.runner),
+    store: await openStore(options, server),
+    runner: await loadRunner(runnerSpec),
   });
   const listening = await gateway.listen({
     host,
-    port,
+    port: port === -1 ? (server.port ?? 18789) : port,
     // Configured tokens always apply, with or without the shared operator token.
     auth:
       token || tokens.length > 0
         ? { ...(token ? { token } : {}), ...(tokens.length > 0 ? { tokens } : {}) }
         : "none",
     ...(server.tickIntervalMs ? { tickIntervalMs: server.tickIntervalMs } : {}),
+    // The console and web chat: static files at `/`, talking to this gateway over the same WebSocket.
+    ...(options["no-console"] === true ? {} : { http: { static: consoleAssetsDir() } }),
   });
   // Handlers go in before "listening" is printed: a signal right after it must drain, not kill.
-  const drainMs = options.drainMs === undefined ? 10_000 : Number(options.drainMs);
   const stopped = new Promise<void>((resolveStop) => {
     let stopping = false;
     // Listeners stay registered (not once) so a second signal during the drain is absorbed, not fatal.
@@ -134,6 +158,7 @@ export async function serve(options: ServeOptions, out: (line: string) => void):
     process.on("SIGTERM", () => stop("SIGTERM"));
   });
   out(`listening ${listening.url}${token || tokens.length > 0 ? "" : " (no token: loopback only)"}`);
+  if (options["no-console"] !== true) out(`console ${listening.url.replace(/^ws/, "http")}/`);
   await stopped;
   out("stopped");
 }

@@ -1,0 +1,232 @@
+/**
+ * Every command of `sessions-gateway`, its options with their descriptions and defaults, and the exit codes: the
+ * one table that both the argument parser and `--help` read. To add an option, add it to its command here and
+ * read it from `values` in the command's handler; the help text and the unknown-option check follow.
+ */
+
+export interface OptionSpec {
+  type: "string" | "boolean";
+  /** One line for the help text. */
+  description: string;
+  /** What the value looks like in the usage line (`N`, `file.json5`); string options only. */
+  placeholder?: string | undefined;
+  /** The default as shown in the help text (the handler applies it). */
+  default?: string | undefined;
+  short?: string | undefined;
+}
+
+export interface CommandSpec {
+  /** `serve`, `sessions list`, … */
+  name: string;
+  /** Positional arguments as shown in the usage line (`<key> <message…>`). */
+  args?: string | undefined;
+  summary: string;
+  /** Paragraphs printed under the usage line. */
+  details?: readonly string[] | undefined;
+  options: Readonly<Record<string, OptionSpec>>;
+  examples?: readonly string[] | undefined;
+}
+
+export const BIN = "sessions-gateway";
+export const DEFAULT_URL = "ws://127.0.0.1:18789";
+
+export const EXIT_CODES: readonly (readonly [code: number, meaning: string])[] = [
+  [0, "success (serve: stopped by SIGINT/SIGTERM after draining)"],
+  [
+    1,
+    "failure: the gateway is unreachable or refused the call, a run failed or timed out, the store is in use",
+  ],
+  [2, "usage: unknown command or option, a missing argument or an invalid value"],
+];
+
+export const ENVIRONMENT: readonly (readonly [name: string, meaning: string])[] = [
+  ["SESSIONS_GATEWAY_TOKEN", "the operator token: serve requires it off loopback; client commands send it"],
+  ["SESSIONS_GATEWAY_URL", `the gateway client commands talk to (default ${DEFAULT_URL})`],
+  [
+    "SESSIONS_GATEWAY_STORE",
+    "serve: the Postgres URL of --store (keeps the password out of the process list)",
+  ],
+];
+
+const HELP_OPTION: Readonly<Record<string, OptionSpec>> = {
+  help: { type: "boolean", short: "h", description: "show this help" },
+};
+
+/** Options every client command (`sessions …`) takes. */
+const CLIENT_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  url: {
+    type: "string",
+    placeholder: "ws://host:port",
+    description: "the gateway to talk to",
+    default: `$SESSIONS_GATEWAY_URL, else ${DEFAULT_URL}`,
+  },
+  json: { type: "boolean", description: "print the answer as JSON instead of a table" },
+};
+
+export const SERVE: CommandSpec = {
+  name: "serve",
+  summary: "run a gateway: the WebSocket server, the store and an agent runner, until SIGINT/SIGTERM",
+  details: [
+    "Listens on --host:--port and prints `listening ws://…`. Without SESSIONS_GATEWAY_TOKEN (and without tokens in the config) it serves loopback only.",
+    "On SIGINT/SIGTERM it stops taking new work, lets running work finish for up to --drain-ms, tells clients `shutdown`, and exits 0. Accepted work that did not finish resumes on the next start.",
+    'The config file is the sessions config (session, tools, agents, channels) plus an optional `gateway` block for the server itself: { host, port, db, tickIntervalMs, tokens: [{ token, requesterKey?, sandboxed?, scopes?, label? }] } (`scopes: ["operator.read"]` makes a read-only token). Flags win over the file.',
+  ],
+  options: {
+    config: {
+      type: "string",
+      placeholder: "file.json5",
+      description: "sessions config (JSON or JSON5), with an optional `gateway` block",
+    },
+    port: {
+      type: "string",
+      placeholder: "N",
+      description: "port to listen on (0 picks a free one)",
+      default: "18789",
+    },
+    host: { type: "string", placeholder: "addr", description: "address to bind", default: "127.0.0.1" },
+    db: {
+      type: "string",
+      placeholder: "path",
+      description: "SQLite database file (one gateway at a time per file)",
+      default: ".sessions/gateway.db",
+    },
+    store: {
+      type: "string",
+      placeholder: "postgres://…",
+      description:
+        "a Postgres database instead of --db, shared by every gateway given the same URL (`?schema=name` picks the schema)",
+      default: "$SESSIONS_GATEWAY_STORE, else SQLite at --db",
+    },
+    runner: {
+      type: "string",
+      placeholder: "echo|module.js",
+      description: "`echo`, or a module whose default export is an AgentRunner",
+      default: "echo",
+    },
+    "drain-ms": {
+      type: "string",
+      placeholder: "N",
+      description: "on SIGINT/SIGTERM, how long running work may finish before the gateway closes",
+      default: "10000",
+    },
+    "no-console": {
+      type: "boolean",
+      description:
+        "do not serve the operator console and web chat (by default at http://host:port/ and /chat)",
+    },
+    ...HELP_OPTION,
+  },
+  examples: [
+    "SESSIONS_GATEWAY_TOKEN=dev sessions-gateway serve --config gateway.json5",
+    "sessions-gateway serve --port 0 --db /tmp/gw.db --runner ./my-runner.js",
+    "SESSIONS_GATEWAY_STORE=postgres://gw:secret@db.internal/sessions sessions-gateway serve --host 0.0.0.0",
+  ],
+};
+
+export const SESSIONS_LIST: CommandSpec = {
+  name: "sessions list",
+  summary: "list sessions, newest first",
+  details: [
+    "Kinds and channels are shown as the session tools show them: kind main, group, cron, hook, node or other; channel `unknown` for a session that has no channel (the main session, sub-agents).",
+  ],
+  options: {
+    limit: { type: "string", placeholder: "N", description: "how many sessions", default: "50" },
+    agent: { type: "string", placeholder: "id", description: "only this agent's sessions" },
+    ...CLIENT_OPTIONS,
+    ...HELP_OPTION,
+  },
+  examples: ["sessions-gateway sessions list --agent main --limit 10"],
+};
+
+export const SESSIONS_HISTORY: CommandSpec = {
+  name: "sessions history",
+  args: "<key>",
+  summary: "print a session's transcript",
+  details: ["<key> is a session key (`main`, `agent:ops:discord:group:123`)."],
+  options: {
+    limit: {
+      type: "string",
+      placeholder: "N",
+      description: "how many of the latest messages",
+      default: "20",
+    },
+    ...CLIENT_OPTIONS,
+    ...HELP_OPTION,
+  },
+  examples: ["sessions-gateway sessions history main --limit 5"],
+};
+
+export const SESSIONS_SEND: CommandSpec = {
+  name: "sessions send",
+  args: "<key> <message…>",
+  summary: "send a message into a session and start a run (chat.send)",
+  details: [
+    "Prints the run status and id at once (`started <runId>`); with --wait, waits for the run and prints its reply (exit 1 if it fails or times out).",
+  ],
+  options: {
+    wait: { type: "boolean", description: "wait for the run and print its reply" },
+    timeout: {
+      type: "string",
+      placeholder: "seconds",
+      description: "with --wait: how long to wait",
+      default: "120",
+    },
+    ...CLIENT_OPTIONS,
+    ...HELP_OPTION,
+  },
+  examples: ['sessions-gateway sessions send main "status of #ops?" --wait'],
+};
+
+export const SESSIONS_SPAWN: CommandSpec = {
+  name: "sessions spawn",
+  args: "<requesterKey> <task…>",
+  summary: "spawn a sub-agent for a task on behalf of a session (sessions_spawn)",
+  details: [
+    "Prints `accepted <childSessionKey> (run <runId>)`; the child announces its result to the requester.",
+  ],
+  options: {
+    agent: {
+      type: "string",
+      placeholder: "id",
+      description: "run the child under this agent (needs subagents.allowAgents)",
+      default: "the requester's agent",
+    },
+    label: { type: "string", placeholder: "text", description: "a label for the child session" },
+    ...CLIENT_OPTIONS,
+    ...HELP_OPTION,
+  },
+  examples: ['sessions-gateway sessions spawn main "summarise the incident" --agent research'],
+};
+
+export const SESSIONS_PATCH: CommandSpec = {
+  name: "sessions patch",
+  args: "<key>",
+  summary: "change a session's label, send policy or model (sessions.patch)",
+  options: {
+    label: { type: "string", placeholder: "text", description: "set the label" },
+    "send-policy": {
+      type: "string",
+      placeholder: "allow|deny|inherit",
+      description: "per-session send policy override (`inherit` clears it)",
+    },
+    model: { type: "string", placeholder: "id", description: "set the model" },
+    ...CLIENT_OPTIONS,
+    ...HELP_OPTION,
+  },
+  examples: ["sessions-gateway sessions patch main --label home --send-policy deny"],
+};
+
+export const COMMANDS: readonly CommandSpec[] = [
+  SERVE,
+  SESSIONS_LIST,
+  SESSIONS_HISTORY,
+  SESSIONS_SEND,
+  SESSIONS_SPAWN,
+  SESSIONS_PATCH,
+];
+
+/** The top level: `--help` and `--version` only; everything else belongs to a command. */
+export const ROOT_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  ...HELP_OPTION,
+  version: { type: "boolean", short: "v", description: "print the version" },
+};
