@@ -16,22 +16,30 @@ import type { GatewayClientError } from "./errors.js";
 /** The subset of the WHATWG WebSocket the client uses (browsers' global, Node 22's global, or `ws`). */
 export interface WebSocketLike {
   readonly readyState: number;
+  /** Sends one text frame. */
   send(data: string): void;
+  /** Closes the socket with an optional code and reason. */
   close(code?: number, reason?: string): void;
+  /** Called once the socket is open. */
   onopen: ((event: unknown) => void) | null;
+  /** Called with each frame received. */
   onmessage: ((event: { data: unknown }) => void) | null;
+  /** Called once the socket is closed, with its close code. */
   onclose: ((event: { code: number; reason: string }) => void) | null;
+  /** Called on a socket error (a close follows). */
   onerror: ((event: unknown) => void) | null;
 }
+/** A WebSocket class: `new (url) => WebSocketLike`. */
 export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
+/** How the client backs off between reconnect attempts. */
 export interface ReconnectOptions {
   /** First delay (default 250 ms); doubles per attempt. */
-  initialDelayMs?: number;
+  initialDelayMs?: number | undefined;
   /** Ceiling (default 10,000 ms). */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
   /** ±fraction of random jitter (default 0.3). */
-  jitter?: number;
+  jitter?: number | undefined;
 }
 
 /**
@@ -44,28 +52,31 @@ export type GatewayGap =
   | { reason: "seq"; expected: number; received: number }
   | { reason: "reconnect"; downMs: number };
 
+/** Options of `createGatewayClient`: the gateway's URL is the only required one. */
 export interface GatewayClientOptions {
   url: string;
-  token?: string;
+  token?: string | undefined;
   /** Default `gateway-client` (with mode `backend`): the identity an OpenClaw gateway trusts on loopback. */
-  clientId?: string;
-  clientVersion?: string;
-  displayName?: string;
+  clientId?: string | undefined;
+  clientVersion?: string | undefined;
+  displayName?: string | undefined;
   /** Default: the global WebSocket, else the `ws` package. */
-  WebSocket?: WebSocketConstructor;
+  WebSocket?: WebSocketConstructor | undefined;
   /** Client-side timeout of a request (default 30,000 ms; `agent.wait` adds its own wait). */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /** Time allowed for the challenge and `hello-ok` after the socket opens (default 10,000 ms). */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /** `false` disables reconnecting. */
-  reconnect?: ReconnectOptions | false;
+  reconnect?: ReconnectOptions | false | undefined;
   /** Called when events may have been missed: a `seq` that skipped, or a reconnect (see `GatewayGap`). */
-  onGap?: (gap: GatewayGap) => void;
-  logger?: Logger;
+  onGap?: ((gap: GatewayGap) => void) | undefined;
+  logger?: Logger | undefined;
 }
 
+/** Where a client's connection is: `connecting`, `connected`, `reconnecting` or `closed`. */
 export type ClientState = "connecting" | "connected" | "reconnecting" | "closed";
 
+/** One item of `streamRun`: a `chat` or `agent` event of the run, or how the stream ended. */
 export type RunStreamItem =
   | { type: "chat"; payload: ChatEventPayload }
   | { type: "agent"; payload: AgentEventPayload }
@@ -81,11 +92,13 @@ export type Call = <M extends GatewayMethodName>(
   options?: RequestOptions,
 ) => Promise<MethodPayload<M>>;
 
+/** Per-request options: a timeout and an abort signal. */
 export interface RequestOptions {
-  timeoutMs?: number;
-  signal?: AbortSignal;
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
+/** A connection to a gateway, from `createGatewayClient`: every wire method, run waiting and streaming, events. */
 export interface GatewayClient {
   readonly state: ClientState;
   readonly hello: HelloOk | undefined;
@@ -93,18 +106,22 @@ export interface GatewayClient {
   ready(): Promise<HelloOk>;
   request: Call;
   sessions: {
+    /** `sessions.list`: one page of sessions, newest first (default 100). */
     list(
       params?: MethodParams<"sessions.list">,
       options?: RequestOptions,
     ): Promise<MethodPayload<"sessions.list">>;
+    /** `sessions.resolve`: the one session matching a key, sessionId or label. */
     resolve(
       params: MethodParams<"sessions.resolve">,
       options?: RequestOptions,
     ): Promise<MethodPayload<"sessions.resolve">>;
+    /** `sessions.patch`: set or clear (`null`) a session's label, send policy, model or levels. */
     patch(
       params: MethodParams<"sessions.patch">,
       options?: RequestOptions,
     ): Promise<MethodPayload<"sessions.patch">>;
+    /** `sessions.delete`: delete a session (and its transcript). */
     delete(
       params: MethodParams<"sessions.delete">,
       options?: RequestOptions,
@@ -125,24 +142,31 @@ export interface GatewayClient {
     ): Promise<MethodPayload<"sessions.unsubscribe">>;
   };
   chat: {
+    /** `chat.history`: a session's messages, oldest first. */
     history(
       params: MethodParams<"chat.history">,
       options?: RequestOptions,
     ): Promise<MethodPayload<"chat.history">>;
+    /** `chat.send`: a user turn and a run; the run id is the `idempotencyKey`. */
     send(params: MethodParams<"chat.send">, options?: RequestOptions): Promise<MethodPayload<"chat.send">>;
+    /** `chat.abort`: stop a session's runs in progress. */
     abort(params: MethodParams<"chat.abort">, options?: RequestOptions): Promise<MethodPayload<"chat.abort">>;
   };
+  /** `agent`: start a run; answers when it is accepted. */
   agent(params: MethodParams<"agent">, options?: RequestOptions): Promise<MethodPayload<"agent">>;
+  /** `agent.wait`: one server-side wait (`waitRun` keeps waiting across reconnects). */
   agentWait(
     params: MethodParams<"agent.wait">,
     options?: RequestOptions,
   ): Promise<MethodPayload<"agent.wait">>;
   agents: { list(options?: RequestOptions): Promise<MethodPayload<"agents.list">> };
   deliveries: {
+    /** `deliveries.get`: one outbox record. */
     get(
       params: MethodParams<"deliveries.get">,
       options?: RequestOptions,
     ): Promise<MethodPayload<"deliveries.get">>;
+    /** `deliveries.list`: outbox records, by session, run or status. */
     list(
       params?: MethodParams<"deliveries.list">,
       options?: RequestOptions,
@@ -157,9 +181,13 @@ export interface GatewayClient {
    * Waits for a run to end, across reconnects and gateway restarts (the gateway keeps outcomes). Resolves with
    * `status: "timeout"` (no `endedAt`) only when `timeoutMs` runs out; never cancels the run.
    */
-  waitRun(runId: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<AgentWaitPayload>;
+  waitRun(
+    runId: string,
+    options?: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined },
+  ): Promise<AgentWaitPayload>;
   /**
-   * The run's `chat`/`agent` events as they arrive (it subscribes to the run); ends at the final event, with
+   * The run's `chat`/`agent` events as they arrive (it subscribes to the run); ends at the `chat` event whose state
+   * is `final`, `aborted` or `error` (not at `status`, `delta` or an unknown state), with
    * `done` when the events cannot come here (the run had ended, or runs on another gateway), or with
    * `disconnected`.
    */
@@ -169,5 +197,6 @@ export interface GatewayClient {
    * sends a run's events to the connection that started it and to subscribers (`sessions.subscribe`).
    */
   on(event: string, handler: (payload: unknown, frame: EventFrame) => void): () => void;
+  /** Closes the connection for good; pending requests fail. */
   close(): Promise<void>;
 }

@@ -250,13 +250,26 @@ describe("every method over the wire", () => {
     });
     expect(await client.sessions.patch({ key: "main", label: "home", sendPolicy: "deny" })).toMatchObject({
       ok: true,
-      entry: { label: "home", sendPolicy: "deny" },
+      entry: { key: "agent:main:main", kind: "direct", label: "home", sendPolicy: "deny" },
     });
-    expect(await client.sessions.resolve({ label: "home" })).toEqual({ ok: true, key: "agent:main:main" });
+    expect(await client.sessions.resolve({ label: "home" })).toEqual({
+      ok: true,
+      key: "agent:main:main",
+      agentId: "main",
+    });
     const history = await client.chat.history({ sessionKey: "main", limit: 5 });
     expect(history.messages.map((m) => m.content)).toEqual(["hello", "echo: hello"]);
+    expect(history.messages.map((m) => [m.seq, m.__openclaw?.seq])).toEqual([
+      [1, 1],
+      [2, 2],
+    ]);
+    // A session that does not exist has an empty history (as on OpenClaw), not an error.
+    expect(await client.chat.history({ sessionKey: "ghost" })).toMatchObject({
+      messages: [],
+      totalMessages: 0,
+    });
     const send = await client.chat.send({ sessionKey: "main", message: "again", idempotencyKey: "c-1" });
-    expect(send.status).toBe("started");
+    expect(send).toEqual({ runId: "c-1", status: "started" });
     await client.waitRun(send.runId);
     expect(await client.chat.abort({ sessionKey: "main" })).toEqual({ ok: true, aborted: false, runIds: [] });
     expect(await client.agents.list()).toMatchObject({ defaultId: "main", agents: [{ id: "main" }] });
@@ -281,10 +294,26 @@ describe("every method over the wire", () => {
       ok: true,
       key: "agent:main:main",
       deleted: true,
+      archived: [],
     });
     await until(() => changed.length >= 3, "sessions.changed events");
     expect(changed).toContainEqual({ key: "agent:main:main", reason: "deleted" });
     expect(await gateway.store.getEntry("agent:main:main")).toBeUndefined();
+  });
+
+  it("sends agent { spawnedBy } to our gateway, which announces the extension in hello-ok", async () => {
+    const { gateway, server } = await startGateway();
+    const client = connect(server.url);
+    const hello = await client.ready();
+    expect(hello.features.capabilities).toContain("agent.spawnedBy");
+    const started = await client.agent({
+      message: "child work",
+      idempotencyKey: "sb-1",
+      sessionKey: "agent:main:child",
+      spawnedBy: "agent:main:main",
+    });
+    await client.waitRun(started.runId);
+    expect(await gateway.store.getEntry("agent:main:child")).toMatchObject({ spawnedBy: "agent:main:main" });
   });
 
   it("streams a run's events and ends at the final one", async () => {
@@ -306,7 +335,10 @@ describe("every method over the wire", () => {
         (i) => i.type === "chat" && i.payload.state === "delta" && i.payload.deltaText === "thinking… ",
       ),
     ).toBe(true);
-    expect(items.at(-1)).toMatchObject({ type: "chat", payload: { state: "final", message: "done" } });
+    expect(items.at(-1)).toMatchObject({
+      type: "chat",
+      payload: { state: "final", message: { role: "assistant", content: [{ type: "text", text: "done" }] } },
+    });
     expect(items.some((i) => i.type === "agent" && i.payload.stream === "lifecycle")).toBe(true);
   });
 });

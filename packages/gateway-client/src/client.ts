@@ -17,6 +17,7 @@ import type {
   WebSocketLike,
 } from "./client-types.js";
 import { clientError, fromWireError, type GatewayClientError } from "./errors.js";
+import { extensionOf, requireExtension } from "./extensions.js";
 import { wireMethods } from "./methods.js";
 import { type RunWatchDeps, streamRun, waitRun } from "./run-watch.js";
 import { Subscriptions } from "./subscriptions.js";
@@ -49,7 +50,7 @@ interface Pending {
 const OPEN = 1;
 
 async function defaultWebSocket(): Promise<WebSocketConstructor> {
-  const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  const global = (globalThis as { WebSocket?: WebSocketConstructor | undefined }).WebSocket;
   if (global !== undefined) return global;
   const mod = (await import("ws")) as unknown as { WebSocket: WebSocketConstructor };
   return mod.WebSocket;
@@ -205,7 +206,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         return;
       }
       if (event.event === "shutdown") {
-        const restart = (event.payload as { restartExpectedMs?: number } | undefined)?.restartExpectedMs;
+        const restart = (event.payload as { restartExpectedMs?: number | undefined } | undefined)
+          ?.restartExpectedMs;
         if (typeof restart === "number") nextDelayOverride = restart;
       }
       emit(event.event, event.payload, event);
@@ -291,7 +293,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       },
       Math.max(50, Math.floor(tickIntervalMs / 2)),
     );
-    (watchdog as { unref?: () => void }).unref?.();
+    (watchdog as { unref?: (() => void) | undefined }).unref?.();
   }
 
   async function open(): Promise<void> {
@@ -329,7 +331,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     handshakeTimer = setTimeout(() => {
       if (socket === ws && hello === undefined) abandon(ws, 4001, "handshake timeout");
     }, connectTimeoutMs);
-    (handshakeTimer as { unref?: () => void }).unref?.();
+    (handshakeTimer as { unref?: (() => void) | undefined }).unref?.();
     ws.onmessage = (event) => {
       if (socket !== ws) return;
       lastMessageAt = Date.now();
@@ -438,8 +440,16 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     });
   }
 
-  const request: Call = (method, params, opts = {}) =>
-    requestRaw(method, params ?? {}, opts) as Promise<MethodPayload<typeof method>>;
+  // Our extensions (`agent { spawnedBy }`) go only to a gateway whose hello-ok announces them.
+  const request: Call = (method, params, opts = {}) => {
+    const send = () => requestRaw(method, params ?? {}, opts) as Promise<MethodPayload<typeof method>>;
+    const extension = extensionOf(method, params);
+    if (extension === undefined) return send();
+    return client.ready().then((greeting) => {
+      requireExtension(greeting, extension);
+      return send();
+    });
+  };
 
   const watch: RunWatchDeps = {
     request,

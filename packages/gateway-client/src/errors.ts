@@ -18,14 +18,17 @@ export class GatewayClientError extends SessionsError {
     message: string,
     options: {
       wireCode: string;
-      details?: Record<string, unknown>;
-      retryable?: boolean;
-      retryAfterMs?: number;
-      requestSent?: boolean;
+      /** The input field that was wrong (client-side checks). */
+      field?: string | undefined;
+      details?: Record<string, unknown> | undefined;
+      retryable?: boolean | undefined;
+      retryAfterMs?: number | undefined;
+      requestSent?: boolean | undefined;
       cause?: unknown;
     },
   ) {
     super(code, message, {
+      ...(options.field === undefined ? {} : { field: options.field }),
       ...(options.details === undefined ? {} : { details: options.details }),
       ...(options.retryAfterMs === undefined ? {} : { retryAfterMs: options.retryAfterMs }),
       ...(options.cause === undefined ? {} : { cause: options.cause }),
@@ -72,7 +75,12 @@ export function fromWireError(error: WireError): GatewayClientError {
 export function clientError(
   code: SessionsErrorCode,
   message: string,
-  options: { retryable?: boolean; requestSent?: boolean; detailsCode?: string; cause?: unknown } = {},
+  options: {
+    retryable?: boolean | undefined;
+    requestSent?: boolean | undefined;
+    detailsCode?: string | undefined;
+    cause?: unknown;
+  } = {},
 ): GatewayClientError {
   return new GatewayClientError(code, message, {
     wireCode: "CLIENT",

@@ -1,4 +1,12 @@
 export {
+  type AgentEventPayload,
+  type ChatEventPayload,
+  type ChatMessage,
+  chatMessageText,
+  type HistoryMessage,
+  isTerminalChatState,
+} from "@sessions/core";
+export {
   type ClientState,
   createGatewayClient,
   type GatewayClient,

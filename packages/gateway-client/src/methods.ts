@@ -1,3 +1,4 @@
+import { normalizeHistoryMessage } from "@sessions/core";
 import type { Call, GatewayClient } from "./client-types.js";
 import type { Subscriptions } from "./subscriptions.js";
 
@@ -27,7 +28,13 @@ export function wireMethods(request: Call, subscriptions: Subscriptions): WireMe
       },
     },
     chat: {
-      history: (params, opts) => request("chat.history", params, opts),
+      // An OpenClaw gateway's messages carry `timestamp` and `__openclaw.seq`: `ts` and `seq` are filled from them.
+      async history(params, opts) {
+        const page = await request("chat.history", params, opts);
+        return Array.isArray(page?.messages)
+          ? { ...page, messages: page.messages.map(normalizeHistoryMessage) }
+          : page;
+      },
       send: (params, opts) => request("chat.send", params, opts),
       abort: (params, opts) => request("chat.abort", params, opts),
     },

@@ -73,6 +73,7 @@ describe("two processes over the wire", () => {
     expect(await call("sessions.resolve", () => client.sessions.resolve({ label: "home" }))).toEqual({
       ok: true,
       key: "agent:main:main",
+      agentId: "main",
     });
     expect(await call("agents.list", () => client.agents.list())).toMatchObject({ defaultId: "main" });
     const spawned = (await call("sessions.tools.call", () =>
@@ -84,6 +85,10 @@ describe("two processes over the wire", () => {
     await expect(call("deliveries.get", () => client.deliveries.get({ id: "nope" }))).rejects.toMatchObject({
       detailsCode: "NOT_FOUND",
     });
+    await expect(
+      call("deliveries.retry", () => client.request("deliveries.retry", { id: "nope" })),
+    ).rejects.toMatchObject({ detailsCode: "NOT_FOUND" });
+    expect(await call("bindings.list", () => client.request("bindings.list", {}))).toEqual({ bindings: [] });
     expect(
       await call("sessions.delete", () => client.sessions.delete({ key: spawned.childSessionKey })),
     ).toMatchObject({ deleted: true });

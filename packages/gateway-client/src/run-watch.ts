@@ -1,4 +1,10 @@
-import type { AgentEventPayload, AgentWaitPayload, ChatEventPayload, HelloOk } from "@sessions/core";
+import {
+  type AgentEventPayload,
+  type AgentWaitPayload,
+  type ChatEventPayload,
+  type HelloOk,
+  isTerminalChatState,
+} from "@sessions/core";
 import type { Call, ClientState, GatewayClient, RunStreamItem } from "./client-types.js";
 import { clientError, GatewayClientError } from "./errors.js";
 
@@ -43,7 +49,7 @@ function readyWithin(deps: RunWatchDeps, ms: number, signal?: AbortSignal): Prom
 export async function waitRun(
   deps: RunWatchDeps,
   runId: string,
-  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+  opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {},
 ): Promise<AgentWaitPayload> {
   const deadline = opts.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + opts.timeoutMs;
   for (;;) {
@@ -77,7 +83,8 @@ export async function waitRun(
 
 /**
  * A run's events as an async iterator: it subscribes to the run (`sessions.subscribe { runIds }`), ends at the
- * final `chat` event, with the outcome of `agent.wait` when the events cannot come (the run had ended, is unknown,
+ * `chat` event whose state is `final`, `aborted` or `error` (never at `status`, `delta` or a state it does not
+ * know: OpenClaw sends `status` before the model starts), with the outcome of `agent.wait` when the events cannot come (the run had ended, is unknown,
  * or runs on another gateway), or with `disconnected`.
  */
 export function streamRun(deps: RunWatchDeps, runId: string): AsyncIterableIterator<RunStreamItem> {
@@ -94,7 +101,7 @@ export function streamRun(deps: RunWatchDeps, runId: string): AsyncIterableItera
   const offChat = deps.on("chat", (payload) => {
     const chat = payload as ChatEventPayload;
     if (chat.runId !== runId) return;
-    push({ type: "chat", payload: chat }, chat.state !== "delta");
+    push({ type: "chat", payload: chat }, isTerminalChatState(chat.state));
   });
   const offAgent = deps.on("agent", (payload) => {
     const agent = payload as AgentEventPayload;
@@ -102,7 +109,10 @@ export function streamRun(deps: RunWatchDeps, runId: string): AsyncIterableItera
   });
   const offClose = deps.on("disconnected", (payload) => {
     push(
-      { type: "disconnected", reason: (payload as { reason?: string }).reason ?? "connection closed" },
+      {
+        type: "disconnected",
+        reason: (payload as { reason?: string | undefined }).reason ?? "connection closed",
+      },
       true,
     );
   });

@@ -186,7 +186,10 @@ describe("run events go to the connections that asked", () => {
     expect(again).toEqual({ runId: first.runId, status: "in_flight" });
     release?.();
     await until(() => b.finalOf(first.runId), "the final event on the repeating connection");
-    expect(b.chat(first.runId).at(-1)).toMatchObject({ state: "final", message: "late" });
+    expect(b.chat(first.runId).at(-1)).toMatchObject({
+      state: "final",
+      message: { role: "assistant", content: [{ type: "text", text: "late" }] },
+    });
   });
 
   it("sends a delivery to the run's starter and the session's subscribers", async () => {

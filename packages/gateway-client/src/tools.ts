@@ -18,16 +18,18 @@ export interface SessionTool<N extends SessionToolName = SessionToolName> {
   parameters: z.ZodType<SessionToolParamsMap[N]>;
   /** JSON Schema (draft 2020-12) of the parameters, as the core exports it. */
   jsonSchema: ToolJsonSchema;
-  execute(params: unknown, options?: { signal?: AbortSignal }): Promise<SessionToolResultMap[N]>;
+  /** Runs the tool on the gateway; validates `params` first (invalid → `invalid_params`). */
+  execute(params: unknown, options?: { signal?: AbortSignal | undefined }): Promise<SessionToolResultMap[N]>;
 }
 
+/** Options of `createSessionTools`. */
 export interface SessionToolsOptions {
   /** The session the tools act for (`main`, `agent:ops:discord:group:123`, …). */
   requesterKey: string;
   /** Sandboxed sessions see at most their own tree (SPEC 7). */
-  sandboxed?: boolean;
+  sandboxed?: boolean | undefined;
   /** Only these tools (default: all five). */
-  only?: readonly SessionToolName[];
+  only?: readonly SessionToolName[] | undefined;
 }
 
 /** The five session tools for any LLM stack, executing through the gateway as `requesterKey`. */
@@ -40,7 +42,7 @@ export function createSessionTools(client: GatewayClient, options: SessionToolsO
       description: contract.description,
       parameters: contract.parameters,
       jsonSchema: contract.jsonSchema,
-      async execute(params: unknown, exec: { signal?: AbortSignal } = {}) {
+      async execute(params: unknown, exec: { signal?: AbortSignal | undefined } = {}) {
         parseToolParams(name, params);
         return (await client.callTool(
           {
@@ -101,7 +103,7 @@ export async function runToolCall(
   try {
     return await tool.execute(params);
   } catch (error) {
-    const e = error as { code?: string; message?: string };
+    const e = error as { code?: string | undefined; message?: string | undefined };
     return { status: "error", code: e.code ?? "error", error: e.message ?? String(error) };
   }
 }

@@ -11,13 +11,15 @@ import type {
   SessionsConfig,
   SessionsConfigInput,
   SessionToolName,
+  Visibility,
 } from "@sessions/core";
 import type { ChannelAdapterV1 } from "./adapter.js";
 import type { Clock } from "./clock.js";
+import type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./cluster/index.js";
 import type { OutboxOptions } from "./delivery/outbox.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
-import type { DeliveryRecord, SessionStore, StoredEntry, StoredMessage } from "./store/types.js";
+import type { DeliveryRecord, SessionStore, StoredMessage } from "./store/types.js";
 
 /**
  * The public shape of a gateway: its options, the object `createGateway` returns, its events and payloads.
@@ -26,140 +28,189 @@ import type { DeliveryRecord, SessionStore, StoredEntry, StoredMessage } from ".
 
 export interface GatewayOptions {
   /** The sessions config (validated with the core schema; defaults filled in). */
-  config?: SessionsConfigInput;
+  config?: SessionsConfigInput | undefined;
   /** Where everything is kept. Default: a SQLite file at `path`. */
-  store?: SessionStore;
+  store?: SessionStore | undefined;
   /** SQLite file used when no `store` is given (default `./.sessions/sessions.db`). */
-  path?: string;
+  path?: string | undefined;
   runner: AgentRunner;
-  adapters?: readonly ChannelAdapterV1[];
+  adapters?: readonly ChannelAdapterV1[] | undefined;
   /** Extra tools every agent gets (sub-agents too, unless `tools.subagents.tools` filters them). */
-  tools?: readonly RunnerTool[];
-  logger?: Logger;
-  clock?: Clock;
+  tools?: readonly RunnerTool[] | undefined;
+  logger?: Logger | undefined;
+  clock?: Clock | undefined;
   /** Model ids accepted for `sessions_spawn({ model })`; default: the runner's list, else any. */
-  models?: readonly string[];
-  outbox?: OutboxOptions;
+  models?: readonly string[] | undefined;
+  outbox?: OutboxOptions | undefined;
   /** How many recent messages a run sees (default 50). */
-  historyWindow?: number;
+  historyWindow?: number | undefined;
+  /**
+   * Several gateways on one shared store (e.g. `@sessions/store-postgres`): session lanes hold across them, each
+   * looks for the work of dead gateways every `recoveryIntervalMs`, and runs on other gateways raise their start
+   * and end events here. On by default for every store but SQLite and memory; `false` turns it off.
+   */
+  cluster?: boolean | ClusterOptions | undefined;
 }
 
+/** What `gateway.subscribe` reports: run events (`chat`, `agent`), session changes and delivery receipts. */
 export type GatewayEvent =
   | ({ type: "chat" } & ChatEventPayload)
   | ({ type: "agent" } & AgentEventPayload)
   | { type: "sessions.changed"; key: string; reason: string }
   | { type: "delivery"; record: DeliveryRecord };
 
+/** A run's outcome from `agentWait`; `timeout` without `endedAt` means the wait ran out, not the run. */
 export interface WaitResult {
   runId: string;
   status: "ok" | "error" | "timeout";
-  startedAt?: number;
-  endedAt?: number;
-  error?: string;
-  reply?: string;
+  startedAt?: number | undefined;
+  endedAt?: number | undefined;
+  error?: string | undefined;
+  reply?: string | undefined;
 }
 
+/** A session tool (or an extra tool) bound to a requester, as `gateway.tools` returns it. */
 export interface GatewayTool extends RunnerTool {
   name: SessionToolName | string;
 }
 
+/** A running gateway, from `createGateway`: sessions, runs, tools, the wire methods, and its WebSocket server. */
 export interface Gateway {
   readonly config: SessionsConfig;
   readonly store: SessionStore;
   /** Resolves when recovery after a restart has finished; every method waits for it. */
   readonly ready: Promise<void>;
   /** The tools for a requester session, bound to it, with their zod contracts. */
-  tools(requesterKey: string, options?: { sandboxed?: boolean }): Promise<GatewayTool[]>;
+  tools(requesterKey: string, options?: { sandboxed?: boolean | undefined }): Promise<GatewayTool[]>;
   /** Executes one session tool as `requesterKey` (validates params; invalid → `invalid_params`). */
   callTool(
     requesterKey: string,
     name: string,
     params: unknown,
-    options?: { sandboxed?: boolean },
+    options?: { sandboxed?: boolean | undefined },
   ): Promise<unknown>;
   /** Takes a chat message from an adapter: routes it, runs the agent, delivers the reply. */
   receive(inbound: InboundMessage): Promise<ReceiveResult>;
   /** Calls a gateway method by its wire name with validated params. */
   call(method: GatewayMethodName, params?: unknown): Promise<unknown>;
   sessions: {
+    /** `sessions.list`: one page of sessions, newest first. */
     list(params?: MethodParams<"sessions.list">): Promise<SessionsListPayload>;
-    resolve(params: MethodParams<"sessions.resolve">): Promise<{ ok: true; key: string }>;
-    patch(params: MethodParams<"sessions.patch">): Promise<{ ok: true; key: string; entry: StoredEntry }>;
-    delete(params: MethodParams<"sessions.delete">): Promise<{ ok: true; key: string; deleted: boolean }>;
+    /** `sessions.resolve`: the one session matching a key, sessionId or label. */
+    resolve(params: MethodParams<"sessions.resolve">): Promise<{ ok: true; key: string; agentId: string }>;
+    /** `entry`: the patched session's list row (the same `kind` as `sessions.list`). */
+    patch(params: MethodParams<"sessions.patch">): Promise<{ ok: true; key: string; entry: GatewayRow }>;
+    /** `sessions.delete`: stops the session's runs, ends its thread bindings, deletes it (and its transcript). */
+    delete(
+      params: MethodParams<"sessions.delete">,
+    ): Promise<{ ok: true; key: string; deleted: boolean; archived: string[] }>;
   };
   chat: {
+    /** `chat.history`: a session's messages, oldest first (`offset` counts back from the newest). */
     history(params: MethodParams<"chat.history">): Promise<ChatHistoryPayload>;
+    /** `chat.send`: a user turn into a session and a run; idempotent by `idempotencyKey`. */
     send(
       params: MethodParams<"chat.send">,
     ): Promise<{ runId: string; status: "started" | "in_flight" | "ok" | "error" }>;
+    /** `chat.abort`: stops a session's runs in progress. */
     abort(params: MethodParams<"chat.abort">): Promise<{ ok: true; aborted: boolean; runIds: string[] }>;
   };
+  /** `agent`: starts a run (accepted at once); idempotent by `idempotencyKey`. */
   agent(
     params: MethodParams<"agent">,
   ): Promise<{ runId: string; sessionKey: string; agentId: string; status: "accepted"; acceptedAt: number }>;
+  /** `agent.wait`: waits for a run to end, server-side; never cancels it; answers after a restart. */
   agentWait(params: MethodParams<"agent.wait">): Promise<WaitResult>;
+  /** `agents.list`: the configured agents and the default one. */
   agents: { list(params?: MethodParams<"agents.list">): Promise<AgentsListPayload> };
   deliveries: {
+    /** `deliveries.get`: one outbox record. */
     get(params: MethodParams<"deliveries.get">): Promise<DeliveryRecord>;
+    /** `deliveries.list`: outbox records, by session, run or status. */
     list(params?: MethodParams<"deliveries.list">): Promise<{ deliveries: DeliveryRecord[] }>;
   };
-  /** Serves this gateway over WebSocket (PROTOCOL.md) until the server or the gateway is closed. */
+  /** Serves this gateway over WebSocket (docs/protocol.md) until the server or the gateway is closed. */
   listen(options?: ListenOptions): Promise<GatewayServer>;
   /** Runs the archive and thread-binding sweeps now (they also run on their own timers). */
   sweep(): Promise<void>;
   /** An adapter reports a platform thread archived or deleted; its binding (if any) ends. */
-  threadClosed(event: { channel: string; accountId?: string; threadId: string }): Promise<boolean>;
+  threadClosed(event: {
+    channel: string;
+    accountId?: string | undefined;
+    threadId: string;
+  }): Promise<boolean>;
+  /** Listens to every gateway event; returns the unsubscribe function. */
   subscribe(listener: (event: GatewayEvent) => void): () => void;
+  /**
+   * Runs a connection that only one gateway on the store may hold at a time (a Discord gateway socket, Telegram
+   * long polling) under the lease `connection:<name>`: this gateway starts it when it takes the lease, and another
+   * gateway takes it over (calling its own `start`) once this one dies or lets go. `close()` releases it.
+   */
+  holdConnection(name: string, connection: ExclusiveConnection): HeldConnection;
   /** Stops timers, waits for work under way (up to `drainMs`), closes the store. */
-  close(options?: { drainMs?: number }): Promise<void>;
+  close(options?: { drainMs?: number | undefined }): Promise<void>;
 }
 
+/** A `sessions.list` row as operators see it. */
 export interface GatewayRow {
   key: string;
   kind: "direct" | "group" | "global" | "unknown";
-  label?: string;
-  displayName?: string;
-  channel?: string;
-  chatType?: ChatType;
+  label?: string | undefined;
+  displayName?: string | undefined;
+  channel?: string | undefined;
+  chatType?: ChatType | undefined;
   updatedAt: number;
   sessionId: string;
-  spawnedBy?: string;
-  sendPolicy?: "allow" | "deny";
-  model?: string;
-  contextTokens?: number;
-  inputTokens?: number;
-  outputTokens?: number;
-  totalTokens?: number;
-  thinkingLevel?: string;
-  systemSent?: boolean;
-  abortedLastRun?: boolean;
-  lastChannel?: string;
-  lastTo?: string;
-  lastAccountId?: string;
-  deliveryContext?: DeliveryContext;
+  spawnedBy?: string | undefined;
+  sendPolicy?: "allow" | "deny" | undefined;
+  /** The session's own visibility override (set with `sessions.patch`), when it has one. */
+  visibility?: Visibility | undefined;
+  model?: string | undefined;
+  contextTokens?: number | undefined;
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  totalTokens?: number | undefined;
+  thinkingLevel?: string | undefined;
+  systemSent?: boolean | undefined;
+  abortedLastRun?: boolean | undefined;
+  lastChannel?: string | undefined;
+  lastTo?: string | undefined;
+  lastAccountId?: string | undefined;
+  deliveryContext?: DeliveryContext | undefined;
 }
 
+/** `sessions.list` payload: one page of rows, `nextOffset` for the next. */
 export interface SessionsListPayload {
   ts: number;
   count: number;
-  totalCount?: number;
+  totalCount?: number | undefined;
   hasMore: boolean;
   nextOffset: number | null;
   sessions: GatewayRow[];
 }
 
+/** A transcript message on the wire: `ts`/`seq`, and the same as `timestamp`/`__openclaw.seq` for OpenClaw readers. */
+export type HistoryWireMessage = StoredMessage & {
+  timestamp: number;
+  __openclaw: { seq: number; runId?: string | undefined };
+};
+
+/** `sessionId` is absent when the session does not exist (its history is empty, as on OpenClaw). */
 export interface ChatHistoryPayload {
   sessionKey: string;
-  sessionId: string;
-  messages: StoredMessage[];
+  sessionId?: string | undefined;
+  messages: HistoryWireMessage[];
   totalMessages: number;
   hasMore: boolean;
   nextOffset: number | null;
 }
 
+/** `agents.list` payload. */
 export interface AgentsListPayload {
   defaultId: string;
   mainKey: string;
   scope: string;
-  agents: { id: string; name?: string }[];
+  /** How direct chats map to sessions (`session.dmScope`): what a web chat needs to key its visitor. */
+  dmScope: string;
+  agents: { id: string; name?: string | undefined }[];
 }

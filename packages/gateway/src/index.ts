@@ -9,6 +9,7 @@ export type {
   ReceiveResult,
 } from "./adapter.js";
 export { type Clock, createManualClock, type ManualClock, systemClock } from "./clock.js";
+export type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./cluster/index.js";
 export { createGateway } from "./create-gateway.js";
 export type { OutboxOptions } from "./delivery/outbox.js";
 export type {
@@ -19,6 +20,7 @@ export type {
   GatewayOptions,
   GatewayRow,
   GatewayTool,
+  HistoryWireMessage,
   SessionsListPayload,
   WaitResult,
 } from "./gateway.js";
@@ -36,7 +38,7 @@ export type {
   AgentRunResult,
   RunnerTool,
 } from "./runner/types.js";
-export type { GatewayToken } from "./server/auth.js";
+export type { GatewayToken, OperatorScope } from "./server/auth.js";
 export type { GatewayServer, ListenOptions } from "./server/listen.js";
 export { toWireError } from "./server/wire-errors.js";
 export { createMemoryStore } from "./store/memory.js";

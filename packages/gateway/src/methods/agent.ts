@@ -98,6 +98,7 @@ export const agentMethods = {
       defaultId: defaultAgentId(config),
       mainKey: config.session.mainKey,
       scope: config.session.scope,
+      dmScope: config.session.dmScope,
       agents,
     };
   },

@@ -1,11 +1,11 @@
 import { parseMethodParams } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import { allowedDelivery } from "../delivery/targets.js";
-import type { ChatHistoryPayload } from "../gateway.js";
+import type { ChatHistoryPayload, HistoryWireMessage } from "../gateway.js";
 import { startRun } from "../runs/start.js";
 import { isFinal } from "../runs/wait.js";
-import { ensureEntry, operatorKey, requireEntry } from "../sessions/entries.js";
-import type { RunRecord } from "../store/types.js";
+import { ensureEntry, operatorKey } from "../sessions/entries.js";
+import type { RunRecord, StoredMessage } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";
 
 type SendStatus = "started" | "in_flight" | "ok" | "error";
@@ -14,12 +14,23 @@ type SendStatus = "started" | "in_flight" | "ok" | "error";
 const repeatStatus = (run: RunRecord): SendStatus =>
   isFinal(run.status) ? (run.status === "ok" ? "ok" : "error") : "in_flight";
 
+/** A transcript message for the wire: ours (`ts`, `seq`) plus the same values where OpenClaw readers look. */
+const wireMessage = (message: StoredMessage): HistoryWireMessage => ({
+  ...message,
+  timestamp: message.ts,
+  __openclaw: { seq: message.seq, ...(message.runId === undefined ? {} : { runId: message.runId }) },
+});
+
 /** `chat.*`: a session's transcript, a user turn into it, and stopping its runs. */
 export const chatMethods = {
   async "chat.history"(ctx: GatewayContext, params: unknown): Promise<ChatHistoryPayload> {
     const p = parseMethodParams("chat.history", params);
     const key = operatorKey(ctx, p.sessionKey, "sessionKey");
-    const entry = await requireEntry(ctx, key, "sessionKey");
+    const entry = await ctx.store.getEntry(key);
+    // As OpenClaw: a session that does not exist (yet) has an empty history, not an error.
+    if (entry === undefined) {
+      return { sessionKey: key, messages: [], totalMessages: 0, hasMore: false, nextOffset: null };
+    }
     const limit = p.limit ?? 200;
     const offset = p.offset ?? 0;
     const total = await ctx.store.countMessages(key);
@@ -29,7 +40,7 @@ export const chatMethods = {
     return {
       sessionKey: key,
       sessionId: entry.sessionId,
-      messages,
+      messages: messages.map(wireMessage),
       totalMessages: total,
       hasMore,
       nextOffset: hasMore ? offset + messages.length : null,
@@ -46,7 +57,10 @@ export const chatMethods = {
       p.deliver === true
         ? allowedDelivery(ctx, entry, key, undefined, `Session ${key} has no delivery context to deliver to`)
         : undefined;
+    // As OpenClaw, the run's id is the idempotency key, unless another run already has that id.
+    const taken = (await ctx.store.getRun(p.idempotencyKey)) !== undefined;
     const { run, created } = await startRun(ctx, {
+      ...(taken ? {} : { runId: p.idempotencyKey }),
       sessionKey: key,
       kind: "chat",
       input: { role: "user", content: p.message, ts: ctx.clock.now() },

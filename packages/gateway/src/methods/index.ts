@@ -1,6 +1,7 @@
 import { type GatewayMethodName, SessionsError } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import { agentMethods } from "./agent.js";
+import { bindingMethods } from "./bindings.js";
 import { chatMethods } from "./chat.js";
 import { deliveryMethods } from "./deliveries.js";
 import { connectionOnly } from "./params.js";
@@ -9,12 +10,13 @@ import { toolMethods } from "./tools.js";
 
 type Method = (ctx: GatewayContext, params: unknown) => Promise<unknown>;
 
-/** The wire's dispatch table: every method of PROTOCOL.md, one file per family. */
+/** The wire's dispatch table: every method of docs/protocol.md, one file per family. */
 export const methods: Readonly<Record<GatewayMethodName, Method>> = {
   ...sessionMethods,
   ...chatMethods,
   ...agentMethods,
   ...deliveryMethods,
+  ...bindingMethods,
   ...toolMethods,
   async "sessions.subscribe"() {
     throw connectionOnly("sessions.subscribe");

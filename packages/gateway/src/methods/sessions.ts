@@ -11,6 +11,7 @@ const ROW_FIELDS = [
   "chatType",
   "spawnedBy",
   "sendPolicy",
+  "visibility",
   "model",
   "contextTokens",
   "inputTokens",
@@ -25,9 +26,9 @@ const ROW_FIELDS = [
   "deliveryContext",
 ] as const;
 
-const PATCHABLE = ["label", "sendPolicy", "model", "thinkingLevel", "verboseLevel"] as const;
+const PATCHABLE = ["label", "sendPolicy", "visibility", "model", "thinkingLevel", "verboseLevel"] as const;
 
-/** A `sessions.list` row as operators see it (PROTOCOL.md). */
+/** A `sessions.list` row as operators see it (docs/protocol.md). */
 function gatewayRow(entry: StoredEntry): GatewayRow {
   const kind =
     entry.key === "global"
@@ -47,7 +48,8 @@ function gatewayRow(entry: StoredEntry): GatewayRow {
 export const sessionMethods = {
   async "sessions.list"(ctx: GatewayContext, params: unknown): Promise<SessionsListPayload> {
     const p = parseMethodParams("sessions.list", params);
-    const limit = p.limit ?? 50;
+    // OpenClaw's default page (100).
+    const limit = p.limit ?? 100;
     const offset = p.offset ?? 0;
     const entries = await ctx.store.listEntries({
       ...(p.agentId === undefined ? {} : { agentIds: [normalizeAgentId(p.agentId)] }),
@@ -74,7 +76,10 @@ export const sessionMethods = {
     };
   },
 
-  async "sessions.resolve"(ctx: GatewayContext, params: unknown): Promise<{ ok: true; key: string }> {
+  async "sessions.resolve"(
+    ctx: GatewayContext,
+    params: unknown,
+  ): Promise<{ ok: true; key: string; agentId: string }> {
     const p = parseMethodParams("sessions.resolve", params);
     const { store, config } = ctx;
     let candidates: StoredEntry[] = [];
@@ -100,13 +105,15 @@ export const sessionMethods = {
         details: { code: "AMBIGUOUS", candidates: candidates.map((c) => c.key) },
       });
     }
-    return { ok: true as const, key: (candidates[0] as StoredEntry).key };
+    const found = candidates[0] as StoredEntry;
+    return { ok: true as const, key: found.key, agentId: found.agentId };
   },
 
+  /** The patched session's list row as `entry`, so it reports the same `kind` as `sessions.list`. */
   async "sessions.patch"(
     ctx: GatewayContext,
     params: unknown,
-  ): Promise<{ ok: true; key: string; entry: StoredEntry }> {
+  ): Promise<{ ok: true; key: string; entry: GatewayRow }> {
     const p = parseMethodParams("sessions.patch", params);
     const key = operatorKey(ctx, p.key);
     await requireEntry(ctx, key);
@@ -126,13 +133,13 @@ export const sessionMethods = {
       },
       "patched",
     );
-    return { ok: true as const, key, entry: entry as StoredEntry };
+    return { ok: true as const, key, entry: gatewayRow(entry as StoredEntry) };
   },
 
   async "sessions.delete"(
     ctx: GatewayContext,
     params: unknown,
-  ): Promise<{ ok: true; key: string; deleted: boolean }> {
+  ): Promise<{ ok: true; key: string; deleted: boolean; archived: string[] }> {
     const p = parseMethodParams("sessions.delete", params);
     const key = operatorKey(ctx, p.key);
     // Runs of the session stop first, so nothing writes into a transcript that is being removed.
@@ -142,6 +149,7 @@ export const sessionMethods = {
       await ctx.store.deleteThreadBinding(binding.channel, binding.accountId, binding.threadId);
     }
     const deleted = await deleteSession(ctx, key, p.deleteTranscript !== false);
-    return { ok: true as const, key, deleted };
+    // `archived`: OpenClaw lists the transcript files it archived instead of deleting; we archive none.
+    return { ok: true as const, key, deleted, archived: [] };
   },
 };

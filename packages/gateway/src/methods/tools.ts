@@ -19,7 +19,7 @@ export async function callTool(
   requesterKey: string,
   name: string,
   params: unknown,
-  options: { sandboxed?: boolean } = {},
+  options: { sandboxed?: boolean | undefined } = {},
 ): Promise<unknown> {
   const key = operatorKey(ctx, requesterKey, "requesterKey");
   const sandboxed = options.sandboxed === true;

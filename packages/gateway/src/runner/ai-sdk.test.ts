@@ -171,7 +171,10 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     // Every delta precedes the final event, which carries the whole reply; sequence numbers increase.
     const finalIndex = chat.findIndex((e) => e.state === "final");
     expect(finalIndex).toBe(chat.length - 1);
-    expect(chat[finalIndex]).toMatchObject({ state: "final", message: "Hello, Alice!" });
+    expect(chat[finalIndex]).toMatchObject({
+      state: "final",
+      message: { role: "assistant", content: [{ type: "text", text: "Hello, Alice!" }] },
+    });
     expect(chat.slice(0, finalIndex).every((e) => e.state === "delta")).toBe(true);
     const seqs = chat.map((e) => e.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
@@ -404,7 +407,7 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
   });
 
   it("resolves the model per agent and model override, and exposes the accepted model ids", async () => {
-    const seen: { agentId: string; model?: string }[] = [];
+    const seen: { agentId: string; model?: string | undefined }[] = [];
     const fast = new MockLanguageModelV3({ modelId: "fast", doStream: async () => text("fast reply") });
     const smart = new MockLanguageModelV3({ modelId: "smart", doStream: async () => text("smart reply") });
     const runner = createAiSdkRunner({

@@ -11,15 +11,16 @@ import {
 import { messageText } from "../transcript.js";
 import type { AgentRunner, AgentRunRequest, AgentRunResult } from "./types.js";
 
+/** Options of `createAiSdkRunner`. */
 export interface AiSdkRunnerOptions {
   /** The model, or one per agent id / model override (e.g. from `@ai-sdk/openai`). */
-  model: LanguageModel | ((request: { agentId: string; model?: string }) => LanguageModel);
+  model: LanguageModel | ((request: { agentId: string; model?: string | undefined }) => LanguageModel);
   /** A system prompt per agent (prepended to the gateway's system context). */
-  system?: string | ((agentId: string) => string | undefined);
+  system?: string | ((agentId: string) => string | undefined) | undefined;
   /** Model ids accepted for `sessions_spawn({ model })`. */
-  models?: readonly string[];
+  models?: readonly string[] | undefined;
   /** Upper bound on model/tool steps per run (default 8). */
-  maxSteps?: number;
+  maxSteps?: number | undefined;
 }
 
 function toModelMessages(messages: readonly TranscriptMessage[]): ModelMessage[] {

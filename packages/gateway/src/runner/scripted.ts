@@ -5,12 +5,13 @@ import type { RunKind, RunUsage } from "../store/types.js";
 import { messageText } from "../transcript.js";
 import type { AgentRunner, AgentRunRequest, AgentRunResult } from "./types.js";
 
+/** What a scripted agent function receives for one run: the message, the history, and helpers to call tools, stream and wait. */
 export interface ScriptedTurn {
   runId: string;
   agentId: string;
   sessionKey: string;
   kind: RunKind;
-  model?: string;
+  model?: string | undefined;
   /** The text of the message that started the run. */
   text: string;
   input: TranscriptMessage;
@@ -27,17 +28,24 @@ export interface ScriptedTurn {
   signal: AbortSignal;
 }
 
-export type ScriptedReply = string | { reply?: string; usage?: RunUsage } | undefined | null;
+/** What a scripted agent returns: the reply text (or nothing), optionally with usage. */
+export type ScriptedReply =
+  | string
+  | { reply?: string | undefined; usage?: RunUsage | undefined }
+  | undefined
+  | null;
+/** A scripted agent: a plain function of its turn. */
 export type ScriptedAgent = (turn: ScriptedTurn) => ScriptedReply | Promise<ScriptedReply>;
 
+/** Options of `createScriptedRunner`. */
 export interface ScriptedRunnerOptions {
   /** One script per agent id; `fallback` answers agents without one. */
   agents: Record<string, ScriptedAgent>;
-  fallback?: ScriptedAgent;
-  clock?: Clock;
-  models?: readonly string[];
+  fallback?: ScriptedAgent | undefined;
+  clock?: Clock | undefined;
+  models?: readonly string[] | undefined;
   /** Usage reported per run (default: ~4 characters a token, deterministic). */
-  usage?: (input: string, reply: string) => RunUsage;
+  usage?: ((input: string, reply: string) => RunUsage) | undefined;
 }
 
 function defaultUsage(input: string, reply: string): RunUsage {

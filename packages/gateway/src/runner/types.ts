@@ -8,21 +8,24 @@ export interface RunnerTool {
   description: string;
   parameters: z.ZodType;
   jsonSchema: Record<string, unknown>;
+  /** Runs the tool as the session it is bound to; resolves to its result object. */
   execute(params: unknown): Promise<unknown>;
 }
 
+/** Progress a runner reports while it runs: text deltas, tool calls and their results. */
 export type AgentRunEvent =
   | { type: "text-delta"; text: string }
   | { type: "tool-call"; toolCallId: string; toolName: string; params: unknown }
   | { type: "tool-result"; toolCallId: string; toolName: string; result: unknown };
 
+/** One run as the gateway hands it to a runner. */
 export interface AgentRunRequest {
   runId: string;
   agentId: string;
   sessionKey: string;
   kind: RunKind;
-  model?: string;
-  thinking?: string;
+  model?: string | undefined;
+  thinking?: string | undefined;
   /** Recent transcript, oldest first; the message that started the run is last. */
   messages: TranscriptMessage[];
   /** The message that started the run. */
@@ -32,18 +35,21 @@ export interface AgentRunRequest {
   tools: RunnerTool[];
   /** Aborted on `chat.abort` and on run timeouts; a runner should stop promptly. */
   signal: AbortSignal;
+  /** Reports progress (becomes `chat` and `agent` events). */
   emit(event: AgentRunEvent): void;
 }
 
+/** What a runner returns when the run ends. */
 export interface AgentRunResult {
   /** The final assistant text (absent or empty when the run produced none). */
-  reply?: string;
-  usage?: RunUsage;
+  reply?: string | undefined;
+  usage?: RunUsage | undefined;
 }
 
 /** Runs an agent turn loop. Ship your own or use `createScriptedRunner` / `createAiSdkRunner`. */
 export interface AgentRunner {
+  /** Runs one agent turn; resolve with the reply, throw to fail the run. */
   run(request: AgentRunRequest): Promise<AgentRunResult>;
   /** Model ids this runner accepts for overrides; when absent any id is accepted. */
-  readonly models?: readonly string[];
+  readonly models?: readonly string[] | undefined;
 }

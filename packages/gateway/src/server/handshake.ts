@@ -1,6 +1,7 @@
 import {
   ConnectParamsSchema,
   defaultAgentId,
+  GATEWAY_CAPABILITIES,
   GATEWAY_EVENTS,
   GATEWAY_METHODS,
   type HelloOk,
@@ -22,19 +23,33 @@ export interface HandshakeDeps {
   policy: HelloOk["policy"];
 }
 
+/**
+ * `hello-ok`, shaped to pass OpenClaw's `HelloOkSchema` (closed objects: nothing beyond its fields). We track no
+ * presence and no health history: `presence` is empty, `health` says ok now, `stateVersion` stays at 0, and
+ * `uptimeMs` is the process's uptime. Our extensions are named in `features.capabilities`.
+ */
 function hello(deps: HandshakeDeps, conn: Connection, role: string): HelloOk {
   const { config } = deps;
   const agentId = defaultAgentId(config);
   const mainKey = config.session.mainKey;
+  const now = Date.now();
   return {
     type: "hello-ok",
     protocol: PROTOCOL_VERSION,
     server: { version: VERSION, connId: conn.id },
     features:
       conn.boundRequester === undefined
-        ? { methods: [...GATEWAY_METHODS], events: [...GATEWAY_EVENTS] }
+        ? {
+            methods: [...GATEWAY_METHODS],
+            events: [...GATEWAY_EVENTS],
+            capabilities: [...GATEWAY_CAPABILITIES],
+          }
         : { methods: ["sessions.tools.call"], events: ["connect.challenge", "tick", "shutdown"] },
     snapshot: {
+      presence: [],
+      health: { ok: true, ts: now },
+      stateVersion: { presence: 0, health: 0 },
+      uptimeMs: Math.round(process.uptime() * 1000),
       sessionDefaults: {
         defaultAgentId: agentId,
         mainKey,
@@ -47,7 +62,7 @@ function hello(deps: HandshakeDeps, conn: Connection, role: string): HelloOk {
   };
 }
 
-/** `connect` (PROTOCOL.md, handshake): protocol version, token, scopes; answers `hello-ok` or closes. */
+/** `connect` (docs/protocol.md, handshake): protocol version, token, scopes; answers `hello-ok` or closes. */
 export function handleConnect(deps: HandshakeDeps, conn: Connection, id: string, params: unknown): void {
   const { out } = deps;
   const parsed = ConnectParamsSchema.safeParse(params);
