@@ -31,3 +31,30 @@ describe("the demo story", () => {
     expect(output).toContain(`└─ ${child?.key}`);
   });
 });
+
+describe("the demo with --serve", () => {
+  it("keeps its gateway running with the console until told to stop", async () => {
+    let stop: () => void = () => {};
+    const until = new Promise<void>((resolve) => {
+      stop = resolve;
+    });
+    let page: { status: number; text: string } | undefined;
+    const lines: string[] = [];
+    await playStory((line) => lines.push(line), {
+      serve: {
+        port: 0,
+        until,
+        onConsole: (url) => {
+          void fetch(url)
+            .then(async (res) => {
+              page = { status: res.status, text: await res.text() };
+            })
+            .finally(stop);
+        },
+      },
+    });
+    expect(page?.status).toBe(200);
+    expect(page?.text).toContain("<title>sessions console</title>");
+    expect(lines.join("\n")).toMatch(/console\S*\s+http:\/\/127\.0\.0\.1:\d+\//);
+  });
+});

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { consoleAssetsDir } from "@sessions/console";
 import {
   createGateway,
   createScriptedRunner,
@@ -16,6 +17,18 @@ export interface StoryResult {
   deliveries: { to: string; threadId?: string; kind: string; text: string }[];
   suppressed: { sessionKey: string; reason: string }[];
   sessions: GatewayRow[];
+}
+
+export interface StoryOptions {
+  /**
+   * After the story, keep the gateway running with the console at `http://127.0.0.1:<port>/` (port 0: any free
+   * one) until `until` resolves; `onConsole` hears the address.
+   */
+  serve?: {
+    port?: number | undefined;
+    until: Promise<void>;
+    onConsole?: ((url: string) => void) | undefined;
+  };
 }
 
 const alice = (text: string) => ({
@@ -58,7 +71,10 @@ async function idle(gateway: Gateway): Promise<void> {
 }
 
 /** Plays the demo story on a fresh SQLite file; `print` receives every line. */
-export async function playStory(print: (line: string) => void = console.log): Promise<StoryResult> {
+export async function playStory(
+  print: (line: string) => void = console.log,
+  options: StoryOptions = {},
+): Promise<StoryResult> {
   const dir = mkdtempSync(join(tmpdir(), "sessions-demo-"));
   const dbPath = join(dir, "sessions.db");
   const channel = createConsoleChannel(print);
@@ -169,7 +185,24 @@ export async function playStory(print: (line: string) => void = console.log): Pr
     print(
       `\n${paint.green("✔")} demo finished: ${channel.sent.length} messages delivered, ${suppressed.length} suppressed by policy, ${sessions.length} sessions.`,
     );
-    return { deliveries: channel.sent, suppressed, sessions };
+    const result = { deliveries: channel.sent, suppressed, sessions };
+    if (options.serve === undefined) {
+      print(paint.dim("  See these sessions in the browser console: npm run demo -- --serve"));
+      return result;
+    }
+    const server = await gateway.listen({
+      port: options.serve.port ?? 0,
+      http: { static: consoleAssetsDir() },
+    });
+    const url = `http://127.0.0.1:${server.port}/`;
+    print(
+      `\n${paint.bold("console")}  ${url}   ${paint.dim("(log in with an empty token; web chat at /chat)")}`,
+    );
+    print(paint.dim("  The gateway keeps running for the console; Ctrl-C stops it."));
+    options.serve.onConsole?.(url);
+    await options.serve.until;
+    await server.close({ reason: "demo stopping" });
+    return result;
   } finally {
     unsubscribe();
     await gateway.close();

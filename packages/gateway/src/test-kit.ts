@@ -62,7 +62,7 @@ export interface Harness {
   clock: ManualClock;
   channel: FakeChannel;
   store: SessionStore;
-  path?: string;
+  path?: string | undefined;
   /** Reopens a gateway on the same store file (sqlite) — a restart. */
   restart(overrides?: Partial<GatewayOptions>): Promise<Harness>;
   close(): Promise<void>;
@@ -73,7 +73,10 @@ export function cleanupDirs() {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
-export function openStore(kind: StoreKind, path?: string): { store: SessionStore; path?: string } {
+export function openStore(
+  kind: StoreKind,
+  path?: string,
+): { store: SessionStore; path?: string | undefined } {
   if (kind === "memory") return { store: createMemoryStore() };
   let file = path;
   if (file === undefined) {
@@ -88,7 +91,12 @@ export async function harness(
   kind: StoreKind,
   agents: Record<string, ScriptedAgent>,
   overrides: Partial<GatewayOptions> = {},
-  existing?: { clock: ManualClock; channel: FakeChannel; path?: string; store?: SessionStore },
+  existing?: {
+    clock: ManualClock;
+    channel: FakeChannel;
+    path?: string | undefined;
+    store?: SessionStore | undefined;
+  },
 ): Promise<Harness> {
   const clock = existing?.clock ?? createManualClock();
   const channel = existing?.channel ?? createFakeChannel();

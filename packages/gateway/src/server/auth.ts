@@ -8,24 +8,36 @@ import {
 } from "@sessions/core";
 import { wireError } from "./wire-errors.js";
 
+/** One accepted token of `ListenOptions.auth.tokens`: an operator token, or one bound to a requester session. */
 export interface GatewayToken {
   token: string;
   /** When set, this token may only call `sessions.tools.call` as this requester session. */
-  requesterKey?: string;
+  requesterKey?: string | undefined;
   /** With `requesterKey`: the tools always run sandboxed, whatever the request says. */
-  sandboxed?: boolean;
-  label?: string;
+  sandboxed?: boolean | undefined;
+  /**
+   * The operator scopes this token may hold (default all: `operator.read`, `operator.write`, `operator.admin`). A
+   * connection gets the scopes it asks for within these: `["operator.read"]` makes a read-only token.
+   */
+  scopes?: readonly OperatorScope[] | undefined;
+  label?: string | undefined;
 }
 
+/** The operator scopes a connection can hold (admin implies write, write implies read). */
+export type OperatorScope = "operator.read" | "operator.write" | "operator.admin";
+const OPERATOR_SCOPES: readonly OperatorScope[] = ["operator.read", "operator.write", "operator.admin"];
+
 /** `ListenOptions.auth`: one shared token, several tokens (some bound to a requester), or none (loopback only). */
-export type ListenAuth = { token?: string; tokens?: readonly GatewayToken[] } | "none";
+export type ListenAuth =
+  | { token?: string | undefined; tokens?: readonly GatewayToken[] | undefined }
+  | "none";
 
 /** Who a connection is, as far as methods and events care. */
 export interface Caller {
   scopes: string[];
   /** Set for a token bound to one requester session: only `sessions.tools.call` as it, and no events. */
-  boundRequester?: string;
-  boundSandboxed?: boolean;
+  boundRequester?: string | undefined;
+  boundSandboxed?: boolean | undefined;
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
@@ -39,10 +51,12 @@ const METHOD_SCOPE: Readonly<Record<string, "operator.read" | "operator.write" |
   "agents.list": "operator.read",
   "deliveries.get": "operator.read",
   "deliveries.list": "operator.read",
+  "bindings.list": "operator.read",
   "sessions.subscribe": "operator.read",
   "sessions.unsubscribe": "operator.read",
   "chat.send": "operator.write",
   "chat.abort": "operator.write",
+  "deliveries.retry": "operator.write",
   agent: "operator.write",
   "sessions.patch": "operator.write",
   "sessions.tools.call": "operator.write",
@@ -81,6 +95,16 @@ export function createAuthenticator(host: string, given: ListenAuth | undefined)
       field: "auth.token",
     });
   }
+  (auth.tokens ?? []).forEach((t, i) => {
+    const bad = t.scopes?.find((scope) => !OPERATOR_SCOPES.includes(scope));
+    if (bad !== undefined || (t.scopes !== undefined && t.scopes.length === 0)) {
+      throw new SessionsError(
+        "invalid_config",
+        `listen: auth.tokens[${i}].scopes must be some of ${OPERATOR_SCOPES.join(", ")}`,
+        { field: `auth.tokens[${i}].scopes` },
+      );
+    }
+  });
   const digests = tokens.map((t) => ({ ...t, digest: digest(t.token) }));
   return (token) => {
     const wanted = digest(token ?? "");
@@ -136,6 +160,10 @@ export function bindCaller(
   scopes: string[] | undefined,
 ): void {
   caller.scopes = scopes ?? ["operator.read", "operator.write", "operator.admin"];
+  if (who !== "open" && who.scopes !== undefined) {
+    const granted: readonly string[] = who.scopes;
+    caller.scopes = caller.scopes.filter((scope) => granted.includes(scope));
+  }
   if (who === "open" || who.requesterKey === undefined) return;
   caller.boundRequester = toStoreKey({ agentId: defaultAgentId(config), key: who.requesterKey });
   caller.boundSandboxed = who.sandboxed === true;

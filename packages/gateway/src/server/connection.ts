@@ -12,11 +12,11 @@ export interface Connection extends Caller {
   connected: boolean;
   /** Its socket closed: it is out of every routing table and must not be put back. */
   closed: boolean;
-  /** The last event `seq` sent on this connection (PROTOCOL.md: per connection, increasing). */
+  /** The last event `seq` sent on this connection (docs/protocol.md: per connection, increasing). */
   seq: number;
   inFlight: number;
   invalidBeforeConnect: number;
-  connectTimer?: ReturnType<typeof setTimeout>;
+  connectTimer?: ReturnType<typeof setTimeout> | undefined;
   readonly interest: Interest;
 }
 

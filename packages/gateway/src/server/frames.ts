@@ -32,7 +32,7 @@ function sizeOf(data: RawData): number {
 }
 
 /**
- * Reads one connection's frames (PROTOCOL.md, transport): size caps, text only, valid request frames, `connect`
+ * Reads one connection's frames (docs/protocol.md, transport): size caps, text only, valid request frames, `connect`
  * first and once, a bounded number of requests in flight. A socket that keeps sending garbage before connecting
  * is closed.
  */

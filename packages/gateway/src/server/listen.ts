@@ -10,46 +10,56 @@ import { type CreatedRun, EventRouter } from "./event-routing.js";
 import { createFrameReader } from "./frames.js";
 import { handleConnect } from "./handshake.js";
 import { handleRequest } from "./requests.js";
+import { createStaticHandler, isSameLoopbackOrigin } from "./static-files.js";
 
+/** Options of `gateway.listen`: address, auth, limits, and an optional static folder. */
 export interface ListenOptions {
   /** Default `127.0.0.1`. */
-  host?: string;
+  host?: string | undefined;
   /** Default 0 (any free port). */
-  port?: number;
+  port?: number | undefined;
   /**
    * `{ token }` for one shared operator token, `{ tokens: [...] }` for several (some bound to one requester),
    * or `"none"` (only allowed on loopback hosts). Default: `"none"` on loopback, required elsewhere.
    */
-  auth?: ListenAuth;
+  auth?: ListenAuth | undefined;
   /** Interval of `tick` events (default 30,000 ms). */
-  tickIntervalMs?: number;
+  tickIntervalMs?: number | undefined;
   /** Largest frame after `connect` (default 1 MiB); larger frames get `PAYLOAD_TOO_LARGE`. */
-  maxPayload?: number;
+  maxPayload?: number | undefined;
   /** A connection whose unsent output exceeds this is dropped (default 8 MiB). */
-  maxBufferedBytes?: number;
+  maxBufferedBytes?: number | undefined;
   /** Requests one connection may have in flight (default 4,096); more get a retryable `UNAVAILABLE`. */
-  maxInFlight?: number;
+  maxInFlight?: number | undefined;
   /** A response larger than this is replaced by a `PAYLOAD_TOO_LARGE` error asking for a smaller page (16 MiB). */
-  maxResponseBytes?: number;
+  maxResponseBytes?: number | undefined;
   /** A socket that has not completed `connect` after this long is closed (default 10,000 ms). */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /**
    * Browser origins allowed to connect. Without a token (`auth: "none"`) requests carrying an `Origin` header are
    * refused unless listed, so a web page cannot drive a local gateway.
    */
-  allowOrigins?: readonly string[];
-  logger?: Logger;
+  allowOrigins?: readonly string[] | undefined;
+  /**
+   * Plain HTTP on the same port. `static`: a folder served at `/` (GET/HEAD; `index.html` for paths without an
+   * extension), e.g. `consoleAssetsDir()` from `@sessions/console`. A page served from it on a loopback address may
+   * open the WebSocket without a token (its `Origin` is this server); other origins stay refused.
+   */
+  http?: { static?: string | undefined } | undefined;
+  logger?: Logger | undefined;
 }
 
+/** A listening WebSocket server, from `gateway.listen`. */
 export interface GatewayServer {
   readonly url: string;
   readonly host: string;
   readonly port: number;
+  /** Open connections right now. */
   connections(): number;
   /** Refuses new connections; existing ones keep working (the first step of a graceful stop). */
   stopAccepting(): void;
   /** Stops accepting, tells every client `shutdown`, closes their sockets. */
-  close(options?: { reason?: string; restartExpectedMs?: number }): Promise<void>;
+  close(options?: { reason?: string | undefined; restartExpectedMs?: number | undefined }): Promise<void>;
 }
 
 /** What the gateway tells its servers beyond public events: each run as it is recorded, before it can emit. */
@@ -68,7 +78,7 @@ export function interestSize(gateway: Gateway): ReturnType<EventRouter<Connectio
   return total;
 }
 
-/** Serves a gateway over WebSocket, speaking PROTOCOL.md. */
+/** Serves a gateway over WebSocket, speaking docs/protocol.md. */
 export async function listenGateway(
   gateway: Gateway,
   options: ListenOptions = {},
@@ -82,6 +92,8 @@ export async function listenGateway(
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   const allowOrigins = new Set(options.allowOrigins ?? []);
   const authenticate = createAuthenticator(host, options.auth);
+  const serveStatic =
+    options.http?.static === undefined ? undefined : createStaticHandler(options.http.static);
   const open = options.auth === "none" || options.auth === undefined;
   await gateway.ready;
 
@@ -128,7 +140,8 @@ export async function listenGateway(
   routers.set(gateway, own);
   own.add(router);
 
-  const http: Server = createServer((_req, res) => {
+  const http: Server = createServer((req, res) => {
+    if (serveStatic !== undefined) return serveStatic(req, res);
     res.writeHead(426, { "content-type": "text/plain" }).end("sessions gateway: connect with a WebSocket\n");
   });
   // The hard cap sits above maxPayload so oversized frames get an error reply instead of a killed socket.
@@ -139,7 +152,9 @@ export async function listenGateway(
       return;
     }
     const origin = req.headers.origin;
-    if (origin !== undefined && open && !allowOrigins.has(origin)) {
+    const ownPage =
+      serveStatic !== undefined && origin !== undefined && isSameLoopbackOrigin(origin, req.headers.host);
+    if (origin !== undefined && open && !allowOrigins.has(origin) && !ownPage) {
       socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n");
       return;
     }

@@ -1,6 +1,6 @@
 import { SessionsError, type WireError } from "@sessions/core";
 
-/** Maps a SessionsError onto the wire's error object (PROTOCOL.md): top-level code plus `details.code`. */
+/** Maps a SessionsError onto the wire's error object (docs/protocol.md): top-level code plus `details.code`. */
 export function toWireError(error: unknown): WireError {
   if (!SessionsError.isInstance(error)) {
     return { code: "UNAVAILABLE", message: "internal error", retryable: true, details: { code: "INTERNAL" } };

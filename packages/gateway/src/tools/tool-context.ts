@@ -4,6 +4,7 @@ import {
   parseSessionKey,
   resolveVisibility,
   sessionTools,
+  type Visibility,
 } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import { updateEntry } from "../sessions/entries.js";
@@ -16,6 +17,8 @@ export interface ToolContext {
   sandboxed: boolean;
   depth: number;
   isSubagent: boolean;
+  /** The session's own visibility override (`sessions.patch`), taken when the run starts. */
+  visibility?: Visibility | undefined;
 }
 
 /**
@@ -38,6 +41,7 @@ export function toolContextFor(
       sandboxed || entry?.sandboxed === true || findAgentConfig(ctx.config, agentId)?.sandboxed === true,
     isSubagent,
     depth: entry?.spawnDepth ?? (isSubagent ? 1 : 0),
+    ...(entry?.visibility === undefined ? {} : { visibility: entry.visibility }),
   };
 }
 
@@ -78,7 +82,7 @@ export function toolNotAllowed(name: string) {
 
 export function visibilityFor(ctx: Pick<GatewayContext, "config">, tool: ToolContext) {
   return resolveVisibility({
-    visibility: ctx.config.tools.sessions.visibility,
+    visibility: tool.visibility ?? ctx.config.tools.sessions.visibility,
     sandboxed: tool.sandboxed,
     sandboxVisibility: ctx.config.agents.defaults.sandbox.sessionToolsVisibility,
   });

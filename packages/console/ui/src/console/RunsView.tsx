@@ -1,0 +1,93 @@
+import { useState } from "preact/hooks";
+import { errorText } from "../lib/connection.js";
+import type { ConsoleModel } from "../lib/console-model.js";
+import { ago, clock } from "../lib/format.js";
+import { useStore } from "../lib/store.js";
+
+/** Runs under way (and the last ones that ended), live from events, with abort. */
+export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (key: string) => void }) {
+  const runs = useStore(model.runs);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const running = runs.filter((r) => r.state === "running");
+  const ended = runs.filter((r) => r.state !== "running");
+  return (
+    <section aria-labelledby="runs-title" class="panel">
+      <h2 id="runs-title">Runs</h2>
+      <p class="muted small">Runs this console has heard of since it connected.</p>
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      <h3>Under way ({running.length})</h3>
+      {running.length === 0 && <p class="muted">Nothing is running.</p>}
+      <ul class="cards" aria-label="Runs under way">
+        {running.map((run) => (
+          <li key={run.runId} class="card" data-run={run.runId}>
+            <div>
+              <span class="tag live">running</span> <code>{run.runId}</code> · started {ago(run.startedAt)}
+              {run.lastTool && <span class="muted"> · last tool {run.lastTool}</span>}
+            </div>
+            <div>
+              Session:{" "}
+              {run.sessionKey ? (
+                <button type="button" class="link" onClick={() => onSelect(run.sessionKey as string)}>
+                  {run.sessionKey}
+                </button>
+              ) : (
+                <span class="muted">finding…</span>
+              )}
+            </div>
+            {run.text && <p class="text preview">{run.text}</p>}
+            {model.canWrite && run.sessionKey && (
+              <button
+                type="button"
+                class="danger"
+                onClick={() =>
+                  model.client.chat.abort({ sessionKey: run.sessionKey as string, runId: run.runId }).then(
+                    () => setError(undefined),
+                    (e: unknown) => setError(errorText(e)),
+                  )
+                }
+              >
+                Abort run
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+      <h3>Ended</h3>
+      <table class="grid">
+        <caption class="sr-only">Runs that ended</caption>
+        <thead>
+          <tr>
+            <th scope="col">Ended</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Session</th>
+            <th scope="col">Reply</th>
+          </tr>
+        </thead>
+        <tbody>
+          {ended.map((run) => (
+            <tr key={run.runId}>
+              <td>{clock(run.endedAt)}</td>
+              <td>
+                <span class={`tag state-${run.state}`}>{run.state}</span>
+              </td>
+              <td>
+                {run.sessionKey ? (
+                  <button type="button" class="link" onClick={() => onSelect(run.sessionKey as string)}>
+                    {run.sessionKey}
+                  </button>
+                ) : (
+                  "—"
+                )}
+              </td>
+              <td class="clip">{run.error ?? run.text}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
