@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { createFakeTelegramApi } from "@sessions/testing";
 import { expect, it } from "vitest";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -18,5 +19,27 @@ it("plays a short conversation against the fake Bot API and exits 0 (--fake), ev
     expect(stdout).toContain("@sessions_test_bot is listening");
     expect(stdout).toContain("bot → You said: hello bot (chat 424242)");
     expect(stdout).toContain("bot → You said: any news? (chat -100900800700)");
+  }
+});
+
+it("exits 1 with one clear line, instead of hanging, when the Bot API rejects the token", async () => {
+  const api = await createFakeTelegramApi();
+  try {
+    const failed = await promisify(execFile)(process.execPath, ["--import", "tsx", join(here, "main.ts")], {
+      cwd: join(here, ".."),
+      env: { ...process.env, TELEGRAM_BOT_TOKEN: "999:not-the-token", TELEGRAM_API_ROOT: api.apiRoot },
+      timeout: 30_000,
+    }).then(
+      () => undefined,
+      (error: { code: number | null; killed: boolean; stderr: string }) => error,
+    );
+    expect(failed, "the bot must not start with a rejected token").toBeDefined();
+    expect(failed?.killed).toBe(false);
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^telegram-bot: Telegram rejected the bot token \(404 /),
+    ]);
+  } finally {
+    await api.close();
   }
 });

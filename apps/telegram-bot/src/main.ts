@@ -3,7 +3,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { createTelegramAdapter } from "@sessions/adapter-telegram";
+import { createTelegramAdapter, initTelegramBot } from "@sessions/adapter-telegram";
 import {
   type AgentRunner,
   createGateway,
@@ -25,7 +25,15 @@ const runner: AgentRunner = values.runner
   ? (await import(pathToFileURL(resolve(values.runner)).href)).default
   : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
 
-const bot = new Bot(token, fake ? { client: { apiRoot: fake.apiRoot } } : {});
+// TELEGRAM_API_ROOT: a self-hosted Bot API server (default: Telegram's).
+const apiRoot = fake?.apiRoot ?? process.env.TELEGRAM_API_ROOT;
+const bot = new Bot(token, apiRoot ? { client: { apiRoot } } : {});
+// Bounded: a clear error within 15 s when the Bot API is unreachable or rejects the token (grammY alone would
+// retry getMe forever, silently).
+await initTelegramBot(bot).catch((error: Error) => {
+  console.error(`telegram-bot: ${error.message}`);
+  process.exit(1);
+});
 const adapter = createTelegramAdapter({ bot });
 const store = fake
   ? createMemoryStore()

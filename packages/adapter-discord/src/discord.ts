@@ -16,21 +16,22 @@ import { ChannelType, type Client, Events, type Message } from "discord.js";
 /** Discord's cap on one message's content. */
 export const DISCORD_MAX_MESSAGE_LENGTH = 2000;
 
+/** Options of `createDiscordAdapter`. */
 export interface DiscordAdapterConfig {
   /** Your discord.js client (intents: Guilds, GuildMessages, MessageContent, DirectMessages; partials: Channel). */
   client: Client;
   /** Which bot account this is, for several bots on one gateway (default `default`). */
-  accountId?: string;
+  accountId?: string | undefined;
   /** Discord user ids allowed to run owner-only commands such as `/send on|off|inherit`. */
-  ownerIds?: readonly string[];
+  ownerIds?: readonly string[] | undefined;
   /** The agent that answers (default: the gateway's default agent). */
-  agentId?: string;
+  agentId?: string | undefined;
   /** Show "typing…" while a run is in progress (default true). */
-  typing?: boolean;
+  typing?: boolean | undefined;
   /** Where the adapter reports what it drops (refused inbound messages). Default: quiet. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Auto-archive of threads the adapter creates, in minutes (default 1440). */
-  threadAutoArchiveMinutes?: 60 | 1440 | 4320 | 10080;
+  threadAutoArchiveMinutes?: 60 | 1440 | 4320 | 10080 | undefined;
 }
 
 export interface DiscordInbound extends InboundMessage {
@@ -47,11 +48,11 @@ export interface DiscordAdapter extends ChannelAdapterV1 {
 
 function toSessionsError(error: unknown): SessionsError {
   const e = error as {
-    status?: number;
-    retryAfter?: number;
-    timeToReset?: number;
-    message?: string;
-    name?: string;
+    status?: number | undefined;
+    retryAfter?: number | undefined;
+    timeToReset?: number | undefined;
+    message?: string | undefined;
+    name?: string | undefined;
   };
   // discord.js throws RateLimitError (name "RateLimitError[route]") when the client rejects on rate limits.
   const rateLimited =

@@ -1,3 +1,4 @@
+export { type InitTelegramBotOptions, initTelegramBot } from "./init.js";
 export {
   createTelegramAdapter,
   GENERAL_TOPIC_ID,

@@ -11,7 +11,7 @@ import { createFakeTelegramApi, type FakeTelegramApi, telegramUpdate } from "@se
 import { Bot } from "grammy";
 import type { Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
-import { createTelegramAdapter, type TelegramAdapter } from "./index.js";
+import { createTelegramAdapter, type TelegramAdapter, type TelegramAdapterConfig } from "./index.js";
 
 let api: FakeTelegramApi;
 let gateway: Gateway;
@@ -28,7 +28,7 @@ afterEach(async () => {
 async function setup(
   agents: Record<string, ScriptedAgent>,
   options: Partial<GatewayOptions> = {},
-  adapterOptions: { ownerIds?: number[] } = {},
+  adapterOptions: Omit<TelegramAdapterConfig, "bot"> = {},
 ) {
   api = await createFakeTelegramApi();
   bot = new Bot(api.token, { client: { apiRoot: api.apiRoot } });
@@ -210,6 +210,98 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     expect(child).toMatch(/^agent:main:subagent:/);
     const history = await gateway.chat.history({ sessionKey: child });
     expect(history.messages.some((m) => m.content === "how is it going?")).toBe(true);
+  });
+
+  it("binds the forum topic a spawn came from instead of opening a new one, and announces there", async () => {
+    await setup({
+      main: async (t) => {
+        if (t.kind === "subagent") return "Result: three papers";
+        if (t.kind === "subagent_announce") return "Result: 3 papers found";
+        if (t.text.startsWith("research")) {
+          await t.callTool("sessions_spawn", { task: "find papers", thread: true, label: "Papers run" });
+          return "on it, in this topic";
+        }
+        return "ok";
+      },
+    });
+    await feed(telegramUpdate("forum-topic-text", { text: "research please" }));
+    await until(() => sent().some((p) => String(p.text).startsWith("Status: success")), "the announce");
+    expect(api.callsOf("createForumTopic")).toHaveLength(0);
+    // Intro, the parent's reply and the announce: all in topic 77, none in General or a new topic.
+    for (const params of sent())
+      expect(params).toMatchObject({ chat_id: "-100900800700", message_thread_id: 77 });
+    expect(sent().map((p) => String(p.text))).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^Working on this here \(session agent:main:subagent:/)]),
+    );
+    const [binding] = await gateway.store.listThreadBindings();
+    expect(binding).toMatchObject({ channel: "telegram", threadId: "77", to: "-100900800700" });
+    // The topic now talks to the sub-agent.
+    const before = sent().length;
+    await feed(telegramUpdate("forum-topic-text", { text: "how is it going?" }));
+    await until(() => sent().length === before + 1, "the child's reply");
+    const history = await gateway.chat.history({ sessionKey: binding?.sessionKey as string });
+    expect(history.messages.some((m) => m.content === "how is it going?")).toBe(true);
+  });
+
+  it("opens a new topic when the spawn came from the General topic", async () => {
+    await setup({
+      main: async (t) => {
+        if (t.kind === "chat" && t.text.startsWith("research"))
+          await t.callTool("sessions_spawn", { task: "x", thread: true, label: "From general" });
+        return "ok";
+      },
+    });
+    await feed(telegramUpdate("forum-general-text", { text: "research", message_thread_id: 1 }));
+    await until(() => api.callsOf("createForumTopic").length === 1, "the new topic");
+  });
+
+  it("ignores channel posts with a log line", async () => {
+    const logged: { message: string; fields?: Record<string, unknown> }[] = [];
+    const logger = {
+      debug: () => undefined,
+      info: (message: string, fields?: Record<string, unknown>) =>
+        logged.push({ message, ...(fields ? { fields } : {}) }),
+      warn: () => undefined,
+      error: () => undefined,
+      child: () => logger,
+    };
+    await setup({ main: () => "should not be said" }, {}, { logger });
+    // A recorded, sanitised channel post: no `from`, the channel itself as `sender_chat`.
+    const channel = { id: -100555444333, title: "Release Notes", type: "channel" };
+    await feed({
+      update_id: 300_000_001,
+      channel_post: {
+        message_id: 41,
+        sender_chat: channel,
+        chat: channel,
+        date: 1763800100,
+        text: "v2.1 is out",
+      },
+    });
+    await feed({
+      update_id: 300_000_002,
+      edited_channel_post: {
+        message_id: 41,
+        sender_chat: channel,
+        chat: channel,
+        date: 1763800100,
+        edit_date: 1763800160,
+        text: "v2.1.1 is out",
+      },
+    });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(sent()).toHaveLength(0);
+    expect((await gateway.sessions.list()).sessions).toHaveLength(0);
+    expect(logged).toEqual([
+      {
+        message: "ignoring a channel post: channels are not handled",
+        fields: { chatId: -100555444333, messageId: 41 },
+      },
+      {
+        message: "ignoring a channel post: channels are not handled",
+        fields: { chatId: -100555444333, messageId: 41 },
+      },
+    ]);
   });
 
   it("refuses thread=true in a group that is not a forum, leaving no child behind", async () => {

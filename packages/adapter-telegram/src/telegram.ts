@@ -19,19 +19,20 @@ export const TELEGRAM_MAX_MESSAGE_LENGTH = 4096;
 /** The General topic of a forum: messages to it are sent without `message_thread_id`. */
 export const GENERAL_TOPIC_ID = 1;
 
+/** Options of `createTelegramAdapter`. */
 export interface TelegramAdapterConfig {
   /** Your grammY bot (point `client.apiRoot` at a fake server in tests). */
   bot: Bot;
   /** Which bot account this is, for several bots on one gateway (default `default`). */
-  accountId?: string;
+  accountId?: string | undefined;
   /** Telegram user ids allowed to run owner-only commands such as `/send on|off|inherit`. */
-  ownerIds?: readonly (number | string)[];
+  ownerIds?: readonly (number | string)[] | undefined;
   /** The agent that answers (default: the gateway's default agent). */
-  agentId?: string;
+  agentId?: string | undefined;
   /** Show "typing…" while a run is in progress (default true). */
-  typing?: boolean;
+  typing?: boolean | undefined;
   /** Where the adapter reports what it drops (refused inbound messages). Default: quiet. */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 /** The facts the adapter reads from a Telegram message before handing it to the gateway. */
@@ -64,10 +65,10 @@ export function telegramChatId(to: string): string {
 
 function toSessionsError(error: unknown): SessionsError {
   const e = error as {
-    error_code?: number;
-    description?: string;
-    parameters?: { retry_after?: number };
-    message?: string;
+    error_code?: number | undefined;
+    description?: string | undefined;
+    parameters?: { retry_after?: number | undefined } | undefined;
+    message?: string | undefined;
   };
   if (typeof e?.error_code === "number") {
     if (e.error_code === 429) {
@@ -181,7 +182,15 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
     deliver,
     async createThread(request) {
       const chatId = telegramChatId(request.parent.to);
+      const current = threadOptions(request.parent.threadId).message_thread_id;
       try {
+        // Spawned from inside a forum topic: the sub-agent takes over that topic instead of opening another.
+        if (current !== undefined) {
+          await bot.api.sendMessage(chatId, `Working on this here (session ${request.sessionKey}).`, {
+            message_thread_id: current,
+          });
+          return { threadId: String(current), to: chatId };
+        }
         const topic = await bot.api.createForumTopic(chatId, request.name.slice(0, 128) || "sub-agent");
         await bot.api.sendMessage(chatId, `Working on this here (session ${request.sessionKey}).`, {
           message_thread_id: topic.message_thread_id,
@@ -198,6 +207,14 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
     },
     resolveInbound,
     attach(gateway) {
+      // Channel posts have no sender to answer and replies would broadcast to every subscriber: not handled.
+      bot.on(["channel_post", "edited_channel_post"], (ctx: Context) => {
+        const post = ctx.channelPost ?? ctx.editedChannelPost;
+        logger.info("ignoring a channel post: channels are not handled", {
+          chatId: post?.chat.id,
+          messageId: post?.message_id,
+        });
+      });
       bot.on("message", async (ctx: Context) => {
         const message = ctx.message;
         if (message === undefined) return;

@@ -8,11 +8,12 @@ export interface AdapterContractHarness {
   chat: DeliveryTarget;
   threadParent: DeliveryTarget;
   /** Messages the fake platform received, in order. */
-  sent(): { to: string; threadId?: string; text: string }[];
+  sent(): { to: string; threadId?: string | undefined; text: string }[];
   /** The next send is rate-limited by the platform for `seconds`. */
   rateLimitNextSend(seconds: number): void;
   /** The next send is refused for good (unknown chat, no permission). */
   refuseNextSend(): void;
+  /** Stops everything `setup` started; called after each case. */
   close(): Promise<void>;
 }
 

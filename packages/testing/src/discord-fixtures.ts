@@ -25,6 +25,7 @@ const FIXTURES = {
   "other-bot-text": otherBotText,
 } as const;
 
+/** The name of a recorded Discord message (`guild-text`, `thread-text`, `dm-text`, …). */
 export type DiscordFixtureName = keyof typeof FIXTURES;
 
 const DISCORD_EPOCH = 1_420_070_400_000n;

@@ -12,7 +12,7 @@ export interface DiscordUserData {
   discriminator: string;
   global_name: string | null;
   avatar: string | null;
-  bot?: boolean;
+  bot?: boolean | undefined;
   [key: string]: unknown;
 }
 
@@ -32,22 +32,22 @@ export interface DiscordCall {
   /** The JSON body (`payload_json` for multipart uploads), `undefined` when there was none. */
   body: unknown;
   /** The query string, when there was one. */
-  query?: Record<string, string>;
+  query?: Record<string, string> | undefined;
   /** Uploaded files of a multipart request. */
-  files?: { field: string; name: string; contentType: string; size: number }[];
+  files?: { field: string; name: string; contentType: string; size: number }[] | undefined;
 }
 
 /** How `failNext` fails a call. */
 export interface DiscordFailure {
   /** HTTP status (default 429). */
-  status?: number;
+  status?: number | undefined;
   /** 429 only: seconds to wait, fractions allowed (default 1); sent as `retry_after` and `retry-after`. */
-  retryAfterSeconds?: number;
+  retryAfterSeconds?: number | undefined;
   /** 429 only: a global rate limit (`global: true`, `x-ratelimit-global`) instead of a per-route one. */
-  global?: boolean;
+  global?: boolean | undefined;
   /** Non-429 only: Discord's JSON error code (default 0) and message (default derived from the status). */
-  code?: number;
-  message?: string;
+  code?: number | undefined;
+  message?: string | undefined;
 }
 
 /**
@@ -57,6 +57,7 @@ export interface DiscordFailure {
  */
 export type DiscordRouteMatcher = string | RegExp | ((call: DiscordCall) => boolean);
 
+/** The fake's one guild and its channels (live state). */
 export interface FakeDiscordGuild {
   readonly id: string;
   readonly name: string;
@@ -68,17 +69,19 @@ export interface FakeDiscordGuild {
   readonly thread: DiscordChannelData;
 }
 
+/** Options of `createFakeDiscordApi`. */
 export interface FakeDiscordOptions {
-  token?: string;
+  token?: string | undefined;
   /** HELLO's `heartbeat_interval` (default 41 250 ms); discord.js sends its first heartbeat after a random share. */
-  heartbeatIntervalMs?: number;
+  heartbeatIntervalMs?: number | undefined;
   /**
    * Send the bot's own messages back as MESSAGE_CREATE (and edits as MESSAGE_UPDATE), as Discord does
    * (default true): a bot sees its own messages and must ignore them.
    */
-  echoOwnMessages?: boolean;
+  echoOwnMessages?: boolean | undefined;
 }
 
+/** A fake Discord (REST and gateway WebSocket on 127.0.0.1), from `createFakeDiscordApi`. */
 export interface FakeDiscordApi {
   /** Pass as `new Client({ rest: { api: restUrl } })`; discord.js calls `${restUrl}/v10/...`. */
   readonly restUrl: string;
@@ -115,6 +118,7 @@ export interface FakeDiscordApi {
   failNext(route: DiscordRouteMatcher, times: number, failure?: DiscordFailure): void;
   /** Sends op 7 RECONNECT to every connection; discord.js reconnects and RESUMEs (RESUMED is sent back). */
   requestReconnect(): void;
+  /** Stops both servers and closes every connection. */
   close(): Promise<void>;
 }
 
@@ -205,9 +209,9 @@ type Json = Record<string, unknown>;
 interface RestResult {
   status: number;
   body?: unknown;
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Runs after the response is written (gateway events caused by the call). */
-  after?: () => void;
+  after?: (() => void) | undefined;
 }
 type RouteHandler = (ids: string[], body: Json, query: URLSearchParams) => RestResult;
 
@@ -400,17 +404,17 @@ export async function createFakeDiscordApi(options: FakeDiscordOptions = {}): Pr
     parent: DiscordChannelData,
     name: string,
     opts: {
-      id?: string;
-      type?: number;
-      owner_id?: string;
-      autoArchiveDuration?: number;
-      rateLimitPerUser?: number;
+      id?: string | undefined;
+      type?: number | undefined;
+      owner_id?: string | undefined;
+      autoArchiveDuration?: number | undefined;
+      rateLimitPerUser?: number | undefined;
       appliedTags?: unknown;
       invitable?: unknown;
-      message_count?: number;
-      total_message_sent?: number;
-      member_count?: number;
-      includeMember?: boolean;
+      message_count?: number | undefined;
+      total_message_sent?: number | undefined;
+      member_count?: number | undefined;
+      includeMember?: boolean | undefined;
     } = {},
   ): DiscordChannelData {
     const id = opts.id ?? discordSnowflake();
@@ -453,7 +457,9 @@ export async function createFakeDiscordApi(options: FakeDiscordOptions = {}): Pr
 
   function guildCreatePayload(): Json {
     const all = [...channels.values()].filter((c) => c.guild_id === IDS.guild);
-    const active = all.filter((c) => isThread(c) && !(c.thread_metadata as { archived?: boolean }).archived);
+    const active = all.filter(
+      (c) => isThread(c) && !(c.thread_metadata as { archived?: boolean | undefined }).archived,
+    );
     return {
       ...guildInfo,
       roles,
@@ -514,11 +520,14 @@ export async function createFakeDiscordApi(options: FakeDiscordOptions = {}): Pr
     if (content.length > 2000) {
       return invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
     }
-    const reference = body.message_reference as { message_id?: string; channel_id?: string } | undefined;
+    const reference = body.message_reference as
+      | { message_id?: string | undefined; channel_id?: string | undefined }
+      | undefined;
     let referenced: Json | null = null;
     if (reference?.message_id !== undefined) {
       referenced = messages.get(reference.message_id) ?? null;
-      const failIfMissing = (body.message_reference as { fail_if_not_exists?: boolean }).fail_if_not_exists;
+      const failIfMissing = (body.message_reference as { fail_if_not_exists?: boolean | undefined })
+        .fail_if_not_exists;
       if (referenced === null && failIfMissing !== false) {
         return invalidForm("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message");
       }
@@ -592,8 +601,10 @@ export async function createFakeDiscordApi(options: FakeDiscordOptions = {}): Pr
       const message = (data ?? {}) as Json;
       const inGuild = message.guild_id !== undefined;
       if ((intents & (inGuild ? INTENTS.GuildMessages : INTENTS.DirectMessages)) === 0) return undefined;
-      const author = message.author as { id?: string } | undefined;
-      const mentionsBot = (message.mentions as { id?: string }[] | undefined)?.some((m) => m.id === IDS.bot);
+      const author = message.author as { id?: string | undefined } | undefined;
+      const mentionsBot = (message.mentions as { id?: string | undefined }[] | undefined)?.some(
+        (m) => m.id === IDS.bot,
+      );
       if (
         inGuild &&
         (intents & INTENTS.MessageContent) === 0 &&
@@ -950,7 +961,10 @@ export async function createFakeDiscordApi(options: FakeDiscordOptions = {}): Pr
       ([id = ""]) => {
         if (id !== IDS.guild) return error(404, 10004, "Unknown Guild");
         const active = [...channels.values()].filter(
-          (c) => c.guild_id === id && isThread(c) && !(c.thread_metadata as { archived?: boolean }).archived,
+          (c) =>
+            c.guild_id === id &&
+            isThread(c) &&
+            !(c.thread_metadata as { archived?: boolean | undefined }).archived,
         );
         return { status: 200, body: { threads: active.map(publicChannel), members: [] } };
       },
@@ -1309,7 +1323,7 @@ export async function createFakeDiscordApi(options: FakeDiscordOptions = {}): Pr
 
   async function readBody(
     req: IncomingMessage,
-  ): Promise<{ body: unknown; files?: DiscordCall["files"] } | { invalid: true }> {
+  ): Promise<{ body: unknown; files?: DiscordCall["files"] | undefined } | { invalid: true }> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks);

@@ -7,12 +7,14 @@ export interface TelegramCall {
   params: Record<string, unknown>;
 }
 
+/** A Bot API error answer, as `failNext` sends it. */
 export interface FakeTelegramError {
   error_code: number;
   description: string;
-  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
+  parameters?: { retry_after?: number | undefined; migrate_to_chat_id?: number | undefined } | undefined;
 }
 
+/** A fake Telegram Bot API on 127.0.0.1, from `createFakeTelegramApi`. */
 export interface FakeTelegramApi {
   /** Pass as grammY's `client.apiRoot`. */
   readonly apiRoot: string;
@@ -26,6 +28,7 @@ export interface FakeTelegramApi {
   failNext(method: string, times: number, error?: FakeTelegramError): void;
   /** Calls of one method. */
   callsOf(method: string): TelegramCall[];
+  /** Stops the server (pending long polls end). */
   close(): Promise<void>;
 }
 
@@ -44,7 +47,7 @@ const BOT = {
  * `deleteWebhook` and friends, records every call, and can fail calls on demand (rate limits included).
  */
 export async function createFakeTelegramApi(
-  options: { token?: string; forumChatIds?: readonly (number | string)[] } = {},
+  options: { token?: string | undefined; forumChatIds?: readonly (number | string)[] | undefined } = {},
 ): Promise<FakeTelegramApi> {
   // Only forum supergroups can have topics (the recorded forum is -100900800700).
   const forums = new Set((options.forumChatIds ?? [-100900800700]).map(String));

@@ -16,9 +16,47 @@ export {
   type FakeDiscordOptions,
 } from "./fake-discord.js";
 export {
+  createFakeMatrixHomeserver,
+  type FakeMatrixError,
+  type FakeMatrixHomeserver,
+  type MatrixCall,
+  type MatrixSentEvent,
+} from "./fake-matrix.js";
+export type { FakeMatrixRoomOptions, MatrixStoredEvent } from "./fake-matrix-world.js";
+export {
+  createFakeSlack,
+  type FakeSlack,
+  type FakeSlackOptions,
+  type SlackCall,
+  type SlackFailure,
+  type SlackPostedMessage,
+} from "./fake-slack.js";
+export {
+  postSlackEvent,
+  type SlackEnvelope,
+  type SocketModeHub,
+  signSlackRequest,
+} from "./fake-slack-events.js";
+export {
   createFakeTelegramApi,
   type FakeTelegramApi,
   type FakeTelegramError,
   type TelegramCall,
 } from "./fake-telegram.js";
+export {
+  type MatrixEventInput,
+  type MatrixFixtureName,
+  matrixEvent,
+  matrixThreadRelation,
+} from "./matrix-fixtures.js";
+export {
+  defaultSlackTeams,
+  type FakeSlackChannel,
+  type FakeSlackTeam,
+  type FakeSlackUser,
+  SLACK_APP,
+  type SlackFixtureName,
+  slackEvent,
+  slackTs,
+} from "./slack-fixtures.js";
 export { type TelegramFixtureName, telegramUpdate } from "./telegram-fixtures.js";

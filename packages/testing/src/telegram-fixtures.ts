@@ -15,6 +15,7 @@ const FIXTURES = {
   "other-bot-text": otherBot,
 } as const;
 
+/** The name of a recorded Telegram update (`private-text`, `forum-topic-text`, …). */
 export type TelegramFixtureName = keyof typeof FIXTURES;
 
 let nextUpdateId = 200_000_000;

@@ -1,0 +1,82 @@
+// A Matrix bot with session tools. Real: MATRIX_HOMESERVER_URL=… MATRIX_ACCESS_TOKEN=… MATRIX_USER_ID=…
+//   pnpm --filter matrix-bot start [-- --runner ./runner.js]   (MATRIX_OWNER_IDS=@you:example.org for /send)
+// Offline: pnpm --filter matrix-bot start -- --fake  (a fake homeserver on 127.0.0.1 plays a short conversation)
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { createMatrixAdapter } from "@sessions/adapter-matrix";
+import {
+  type AgentRunner,
+  createGateway,
+  createMemoryStore,
+  createScriptedRunner,
+  createSqliteStore,
+} from "@sessions/gateway";
+import { createFakeMatrixHomeserver, matrixEvent } from "@sessions/testing";
+import { ClientEvent, createClient, SyncState } from "matrix-js-sdk";
+import { logger as sdkLogger } from "matrix-js-sdk/lib/logger.js";
+
+const args = process.argv.slice(2).filter((a) => a !== "--");
+const { values } = parseArgs({ args, options: { fake: { type: "boolean" }, runner: { type: "string" } } });
+const fake = values.fake ? await createFakeMatrixHomeserver() : undefined;
+const baseUrl = fake?.baseUrl ?? process.env.MATRIX_HOMESERVER_URL;
+const accessToken = fake?.accessToken ?? process.env.MATRIX_ACCESS_TOKEN;
+const userId = fake?.userId ?? process.env.MATRIX_USER_ID;
+if (!baseUrl || !accessToken || !userId) {
+  throw new Error("set MATRIX_HOMESERVER_URL, MATRIX_ACCESS_TOKEN and MATRIX_USER_ID, or pass --fake");
+}
+sdkLogger.setLevel(fake ? "silent" : "warn");
+
+// Any AgentRunner works, e.g. createAiSdkRunner({ model }) from "@sessions/gateway/ai-sdk" in a --runner module.
+const runner: AgentRunner = values.runner
+  ? (await import(pathToFileURL(resolve(values.runner)).href)).default
+  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+
+const client = createClient({ baseUrl, accessToken, userId });
+const ownerIds = (process.env.MATRIX_OWNER_IDS ?? "").split(",").filter((id) => id.startsWith("@"));
+const adapter = createMatrixAdapter({ client, ownerIds, autoJoin: true });
+const store = fake
+  ? createMemoryStore()
+  : createSqliteStore({ path: process.env.SESSIONS_DB ?? ".sessions/matrix-bot.db" });
+const gateway = createGateway({ store, runner, adapters: [adapter] });
+adapter.attach(gateway);
+const prepared = new Promise<void>((done) => {
+  const onSync = (state: SyncState) => {
+    if (state !== SyncState.Prepared) return;
+    client.off(ClientEvent.Sync, onSync);
+    done();
+  };
+  client.on(ClientEvent.Sync, onSync);
+});
+await client.startClient({ initialSyncLimit: 1 });
+await prepared;
+console.log(`${userId} is listening`);
+
+if (fake) {
+  for (const [room, name, text] of [
+    [fake.rooms.dm, "dm-text", "hello bot"],
+    [fake.rooms.ops, "room-text", "any news?"],
+  ] as const) {
+    fake.post(room, matrixEvent(name, { content: { body: text } }));
+    console.log(`user → ${text}`);
+    // One at a time, so the transcript below reads in order.
+    const count = fake.sent().length;
+    for (let i = 0; i < 500 && fake.sent().length === count; i++) await new Promise((r) => setTimeout(r, 20));
+  }
+  for (const event of fake.sent()) console.log(`bot → ${event.content.body} (room ${event.roomId})`);
+  adapter.detach();
+  client.stopClient();
+  await gateway.close();
+  await fake.close();
+  // matrix-js-sdk leaves each request's timeout timer running (up to 110 s) after stopClient: exit explicitly.
+  process.exit(0);
+} else {
+  const stop = async () => {
+    adapter.detach();
+    client.stopClient();
+    await gateway.close();
+    process.exit(0);
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}

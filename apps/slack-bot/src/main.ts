@@ -1,0 +1,73 @@
+// A Slack bot with session tools.
+// Socket Mode: SLACK_BOT_TOKEN=xoxb-… SLACK_APP_TOKEN=xapp-… pnpm --filter slack-bot start [-- --runner ./runner.js]
+// HTTP Events API: SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… PORT=3000 pnpm --filter slack-bot start
+// Offline: pnpm --filter slack-bot start -- --fake  (a fake Slack on 127.0.0.1 plays a short conversation)
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { createSlackAdapter, unescapeMrkdwn } from "@sessions/adapter-slack";
+import {
+  type AgentRunner,
+  createGateway,
+  createMemoryStore,
+  createScriptedRunner,
+  createSqliteStore,
+} from "@sessions/gateway";
+import { createFakeSlack, slackEvent } from "@sessions/testing";
+import { App, LogLevel } from "@slack/bolt";
+
+const args = process.argv.slice(2).filter((a) => a !== "--");
+const { values } = parseArgs({ args, options: { fake: { type: "boolean" }, runner: { type: "string" } } });
+const fake = values.fake ? await createFakeSlack() : undefined;
+const token = fake?.teams[0]?.botToken ?? process.env.SLACK_BOT_TOKEN;
+const appToken = fake?.appToken ?? process.env.SLACK_APP_TOKEN;
+const signingSecret = process.env.SLACK_SIGNING_SECRET;
+if (!token || (!appToken && !signingSecret)) {
+  throw new Error(
+    "set SLACK_BOT_TOKEN and SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP), or pass --fake",
+  );
+}
+
+// Any AgentRunner works, e.g. createAiSdkRunner({ model }) from "@sessions/gateway/ai-sdk" in a --runner module.
+const runner: AgentRunner = values.runner
+  ? (await import(pathToFileURL(resolve(values.runner)).href)).default
+  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+
+const app = new App({
+  token,
+  ...(appToken ? { appToken, socketMode: true } : { signingSecret: signingSecret as string }),
+  ...(fake ? { clientOptions: { slackApiUrl: fake.apiUrl } } : {}),
+  logLevel: LogLevel.WARN,
+});
+const adapter = createSlackAdapter({ app });
+const store = fake
+  ? createMemoryStore()
+  : createSqliteStore({ path: process.env.SESSIONS_DB ?? ".sessions/slack-bot.db" });
+const gateway = createGateway({ store, runner, adapters: [adapter] });
+adapter.attach(gateway);
+if (appToken) await app.start();
+else await app.start(Number(process.env.PORT ?? 3000));
+console.log(`Slack app is listening (${appToken ? "Socket Mode" : "HTTP Events API"})`);
+
+if (fake) {
+  for (const [name, text] of [
+    ["im-message", "hello bot"],
+    ["channel-mention", "<@U0BOTACME> any news?"],
+  ] as const) {
+    await fake.sendEvent(slackEvent(name, { event: { text } }));
+    console.log(`user → ${text}`);
+  }
+  for (let i = 0; i < 500 && fake.posted().length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  for (const message of fake.posted())
+    console.log(`bot → ${unescapeMrkdwn(message.text)} (${message.channel})`);
+  await app.stop();
+  await gateway.close();
+  await fake.close();
+} else {
+  const stop = async () => {
+    await app.stop();
+    await gateway.close();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}

@@ -1,0 +1,118 @@
+// Shared setup of the end-to-end tests: a fake Slack, the real bolt App (Socket Mode or HTTP), a gateway.
+import type { AddressInfo } from "node:net";
+import {
+  createGateway,
+  createManualClock,
+  createMemoryStore,
+  createScriptedRunner,
+  type Gateway,
+  type GatewayOptions,
+  type ManualClock,
+  type ScriptedAgent,
+} from "@sessions/gateway";
+import { createFakeSlack, type FakeSlack } from "@sessions/testing";
+import { App, LogLevel } from "@slack/bolt";
+import { expect } from "vitest";
+import { createSlackAdapter, type SlackAdapter, type SlackAdapterConfig } from "./index.js";
+
+export interface SlackHarness {
+  slack: FakeSlack;
+  app: App;
+  adapter: SlackAdapter;
+  gateway: Gateway;
+  clock: ManualClock;
+  /** Delivers an Events API body the way the app receives them (Socket Mode envelope or signed POST). */
+  send(body: Record<string, unknown>): Promise<void>;
+  /** The request URL in HTTP mode. */
+  url?: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  mode?: "socket" | "http" | undefined;
+  /** Install the app in every fake workspace (bolt `authorize` + adapter `botToken` lookup). */
+  multiWorkspace?: boolean | undefined;
+  gateway?: Partial<GatewayOptions> | undefined;
+  adapter?: Omit<SlackAdapterConfig, "app"> | undefined;
+}
+
+export async function startSlack(
+  agents: Record<string, ScriptedAgent>,
+  options: HarnessOptions = {},
+): Promise<SlackHarness> {
+  const mode = options.mode ?? "socket";
+  const slack = await createFakeSlack();
+  const [acme] = slack.teams;
+  const clock = createManualClock();
+  const auth = options.multiWorkspace
+    ? {
+        authorize: async ({ teamId }: { teamId?: string | undefined }) => {
+          const team = slack.team(teamId ?? "");
+          return { botToken: team.botToken, botUserId: team.botUserId, botId: team.botId, teamId: team.id };
+        },
+      }
+    : { token: acme?.botToken as string };
+  const app = new App({
+    ...auth,
+    ...(mode === "socket"
+      ? { appToken: slack.appToken, socketMode: true }
+      : { signingSecret: slack.signingSecret }),
+    clientOptions: { slackApiUrl: slack.apiUrl },
+    logLevel: LogLevel.ERROR,
+  });
+  const adapter = createSlackAdapter({
+    app,
+    ...(options.multiWorkspace ? { botToken: (teamId: string) => slack.team(teamId).botToken } : {}),
+    ...options.adapter,
+  });
+  const gateway = createGateway({
+    store: createMemoryStore(),
+    runner: createScriptedRunner({ agents, clock, fallback: () => "ok" }),
+    adapters: [adapter],
+    clock,
+    ...options.gateway,
+  });
+  adapter.attach(gateway);
+  await gateway.ready;
+  let url: string | undefined;
+  if (mode === "socket") {
+    await app.start();
+  } else {
+    const server = (await app.start({ port: 0, host: "127.0.0.1" })) as { address(): AddressInfo };
+    url = `http://127.0.0.1:${server.address().port}/slack/events`;
+  }
+  return {
+    slack,
+    app,
+    adapter,
+    gateway,
+    clock,
+    ...(url === undefined ? {} : { url }),
+    async send(body) {
+      if (url === undefined) {
+        const envelope = await slack.sendEvent(body);
+        expect(envelope.acked).toBe(true);
+      } else {
+        const res = await slack.postEvent(url, body);
+        expect(res.status).toBe(200);
+      }
+    },
+    async close() {
+      await app.stop().catch(() => undefined);
+      await gateway.close({ drainMs: 200 });
+      await slack.close();
+    },
+  };
+}
+
+/** Polls until `check` holds (the gateway and bolt work asynchronously after an event is acknowledged). */
+export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Lets in-flight events settle, for asserting that nothing happened. */
+export const settle = () => new Promise((r) => setTimeout(r, 50));
