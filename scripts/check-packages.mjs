@@ -4,13 +4,13 @@
 // `import` and `require` both load → the types resolve (`tsc --noEmit`) → the browser-safe packages bundle for a
 // browser and run without Node globals. Run after `pnpm build`.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { runInNewContext } from "node:vm";
 import { build } from "esbuild";
+import { pack, publicPackages, root } from "./lib/packages.mjs";
 
-const root = resolve(import.meta.dirname, "..");
 const bin = (name) => join(root, "node_modules", ".bin", name);
 const run = (cmd, args, cwd) =>
   execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
@@ -44,9 +44,24 @@ const smoke = {
     types: 'export type Config = import("@sessions/adapter-discord").DiscordAdapterConfig;',
     browser: false,
   },
+  "@sessions/adapter-slack": {
+    expr: 'typeof m.createSlackAdapter === "function" && m.slackChannelId("channel:c1") === "C1"',
+    types: 'export type Config = import("@sessions/adapter-slack").SlackAdapterConfig;',
+    browser: false,
+  },
   "@sessions/testing": {
     expr: 'typeof m.createFakeTelegramApi === "function" && m.telegramUpdate("group-text").message.chat.type === "supergroup"',
     types: 'export const update: Record<string, unknown> = m.telegramUpdate("private-text");',
+    browser: false,
+  },
+  "@sessions/cli": {
+    expr: 'typeof m.runCli === "function" && m.COMMANDS.some((c) => c.name === "serve")',
+    types: 'export const exit: Promise<number> = m.runCli(["--help"]);',
+    browser: false,
+  },
+  "@sessions/store-postgres": {
+    expr: 'typeof m.createPostgresStore === "function" && m.SCHEMA_VERSION >= 1',
+    types: 'export type Options = import("@sessions/store-postgres").PostgresStoreOptions;',
     browser: false,
   },
   "@sessions/gateway": {
@@ -57,11 +72,8 @@ const smoke = {
   },
 };
 
-const packages = readdirSync(join(root, "packages"), { withFileTypes: true })
-  .filter((d) => d.isDirectory())
-  .map((d) => join(root, "packages", d.name))
-  .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) }))
-  .filter(({ manifest }) => manifest.private !== true);
+// Every public package under packages/, new ones included.
+const packages = publicPackages();
 
 const work = mkdtempSync(join(tmpdir(), "sessions-pack-"));
 const failures = [];
@@ -80,8 +92,11 @@ try {
   const tarballs = [];
   for (const { dir, manifest } of packages) {
     console.log(`${manifest.name}`);
-    const packed = run("pnpm", ["pack", "--pack-destination", work], dir).trim().split("\n").pop();
-    const tarball = resolve(dir, packed);
+    let tarball;
+    step("pack (prepack guard: dist present and newer than src)", () => {
+      tarball = pack(dir, work);
+    });
+    if (tarball === undefined) continue;
     tarballs.push({ name: manifest.name, tarball });
     step("publint (tarball)", () => run(bin("publint"), ["run", tarball, "--strict"], root));
     step("attw (tarball)", () =>
