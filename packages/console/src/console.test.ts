@@ -124,12 +124,12 @@ describe("the operator console in Chromium", () => {
   });
 
   it("changes a session's visibility and clears it again", async () => {
-    await select(page, OPS);
+    await select(page, MAIN);
     await page.getByLabel("Visibility", { exact: true }).selectOption("self");
     await page.getByRole("button", { name: "Save", exact: true }).click();
     await expect.poll(() => page.locator(".settings [role=status]").textContent()).toBe("Saved.");
     const visibilityOf = async () =>
-      (await demo.gateway.sessions.list({ limit: 50 })).sessions.find((s) => s.key === OPS)?.visibility;
+      (await demo.gateway.sessions.list({ limit: 50 })).sessions.find((s) => s.key === MAIN)?.visibility;
     expect(await visibilityOf()).toBe("self");
     await page.getByLabel("Visibility", { exact: true }).selectOption("inherit");
     await page.getByRole("button", { name: "Save", exact: true }).click();

@@ -18,7 +18,8 @@ function Settings({ model, info }: { model: ConsoleModel; info: SessionInfo }) {
     setPolicy(row.sendPolicy ?? "inherit");
     setVisibility(row.visibility ?? "inherit");
     setStatus(undefined);
-  }, [row.key, row.label, row.sendPolicy, row.visibility]);
+    // Only when another session is opened: a background refresh must not undo choices not yet saved.
+  }, [row.key]);
   const readOnly = !model.canWrite;
   return (
     <form
