@@ -1,6 +1,7 @@
 import {
   type ChannelAdapterV1,
   chunkMessage,
+  createChunkSender,
   type DeliveryReceipt,
   type DeliveryTarget,
   type InboundGateway,
@@ -108,7 +109,7 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
     );
   }
   const owners = new Set((config.ownerIds ?? []).map(String));
-  const sentChunks = new Map<string, string[]>();
+  const sendChunks = createChunkSender(toSessionsError);
 
   function resolveInbound(message: Message): DiscordInbound | null {
     if (message.author.bot || message.author.id === client.user?.id || message.system) return null;
@@ -188,22 +189,11 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
     options: { idempotencyKey: string },
   ): Promise<DeliveryReceipt> {
     const chunks = chunkMessage(message.text, DISCORD_MAX_MESSAGE_LENGTH);
-    const done = sentChunks.get(options.idempotencyKey) ?? [];
-    try {
+    return sendChunks(options.idempotencyKey, chunks, async () => {
       const channel = await textTarget(target);
-      for (let i = done.length; i < chunks.length; i++) {
-        // No mention parsing: model output must never ping @everyone or roles.
-        const sent = await channel.send({ content: chunks[i] as string, allowedMentions: { parse: [] } });
-        done.push(sent.id);
-        sentChunks.set(options.idempotencyKey, done);
-      }
-    } catch (error) {
-      const mapped = SessionsError.isInstance(error) ? error : toSessionsError(error);
-      if (mapped.code === "invalid_params") sentChunks.delete(options.idempotencyKey);
-      throw mapped;
-    }
-    sentChunks.delete(options.idempotencyKey);
-    return { messageIds: done };
+      // No mention parsing: model output must never ping @everyone or roles.
+      return async (chunk) => (await channel.send({ content: chunk, allowedMentions: { parse: [] } })).id;
+    });
   }
 
   const adapter: DiscordAdapter = {

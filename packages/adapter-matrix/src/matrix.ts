@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import {
   type ChannelAdapterV1,
   chunkMessage,
+  createChunkSender,
   type DeliveryReceipt,
   type DeliveryTarget,
   type InboundGateway,
@@ -101,7 +102,7 @@ export function createMatrixAdapter(config: MatrixAdapterConfig): MatrixAdapter 
   const typing = config.typing !== false;
   let ignoreBefore = config.ignoreEventsBefore ?? Number.POSITIVE_INFINITY;
   // Event ids already sent per idempotency key, so an outbox retry after a partial failure does not repeat them.
-  const sentChunks = new Map<string, string[]>();
+  const sendChunks = createChunkSender(toSessionsError);
   const warnedEncrypted = new Set<string>();
   const detachers: (() => void)[] = [];
   const roomQueues = new Map<string, Promise<void>>();
@@ -220,24 +221,12 @@ export function createMatrixAdapter(config: MatrixAdapterConfig): MatrixAdapter 
       );
     }
     const chunks = chunkMessage(message.text, MATRIX_MAX_MESSAGE_LENGTH);
-    const done = sentChunks.get(options.idempotencyKey) ?? [];
-    for (let i = done.length; i < chunks.length; i++) {
-      try {
-        const eventId = await send(
-          roomId,
-          messageContent(chunks[i] as string, threadRoot),
-          transactionId(options.idempotencyKey, i),
-        );
-        done.push(eventId);
-        sentChunks.set(options.idempotencyKey, done);
-      } catch (error) {
-        const mapped = toSessionsError(error);
-        if (mapped.code === "invalid_params") sentChunks.delete(options.idempotencyKey);
-        throw mapped;
-      }
-    }
-    sentChunks.delete(options.idempotencyKey);
-    return { messageIds: done };
+    return sendChunks(
+      options.idempotencyKey,
+      chunks,
+      () => (chunk, i) =>
+        send(roomId, messageContent(chunk, threadRoot), transactionId(options.idempotencyKey, i)),
+    );
   }
 
   function onTimeline(

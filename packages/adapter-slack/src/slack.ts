@@ -1,5 +1,6 @@
 import {
   type ChannelAdapterV1,
+  createChunkSender,
   type DeliveryReceipt,
   type DeliveryTarget,
   type InboundGateway,
@@ -113,7 +114,7 @@ export function createSlackAdapter(config: SlackAdapterConfig): SlackAdapter {
   const engaged = new BoundedSet(10_000);
   const seen = new BoundedSet(10_000);
   // Chunks already sent per idempotency key, so an outbox retry after a partial failure does not repeat them.
-  const sentChunks = new Map<string, string[]>();
+  const sendChunks = createChunkSender(toSessionsError);
 
   const resolveInbound: SlackAdapter["resolveInbound"] = (event, context) =>
     resolveSlackMessage(event, {
@@ -144,22 +145,12 @@ export function createSlackAdapter(config: SlackAdapterConfig): SlackAdapter {
     message: OutboundMessage,
     options: { idempotencyKey: string },
   ): Promise<DeliveryReceipt> {
-    const done = sentChunks.get(options.idempotencyKey) ?? [];
-    try {
+    const chunks = splitForSlack(message.text, SLACK_MAX_MESSAGE_LENGTH);
+    return sendChunks(options.idempotencyKey, chunks, async () => {
       const channel = slackChannelId(target.to);
       const ws = await workspaces.get(target.accountId);
-      const chunks = splitForSlack(message.text, SLACK_MAX_MESSAGE_LENGTH);
-      for (let i = done.length; i < chunks.length; i++) {
-        done.push(await post(ws, channel, chunks[i] as string, target.threadId));
-        sentChunks.set(options.idempotencyKey, done);
-      }
-    } catch (error) {
-      const mapped = toSessionsError(error);
-      if (mapped.code === "invalid_params") sentChunks.delete(options.idempotencyKey);
-      throw mapped;
-    }
-    sentChunks.delete(options.idempotencyKey);
-    return { messageIds: done };
+      return (chunk) => post(ws, channel, chunk, target.threadId);
+    });
   }
 
   async function handleMessage(

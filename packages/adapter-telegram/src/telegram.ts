@@ -1,6 +1,7 @@
 import {
   type ChannelAdapterV1,
   chunkMessage,
+  createChunkSender,
   type DeliveryReceipt,
   type DeliveryTarget,
   type InboundGateway,
@@ -106,7 +107,7 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
   const logger = (config.logger ?? silentLogger).child("telegram");
   const owners = new Set((config.ownerIds ?? []).map(String));
   // Chunks already sent per idempotency key, so an outbox retry after a partial failure does not repeat them.
-  const sentChunks = new Map<string, string[]>();
+  const sendChunks = createChunkSender(toSessionsError);
 
   function resolveInbound(message: Message): TelegramInbound | null {
     const text = message.text ?? message.caption;
@@ -150,24 +151,14 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
   ): Promise<DeliveryReceipt> {
     const chatId = telegramChatId(target.to);
     const chunks = chunkMessage(message.text, TELEGRAM_MAX_MESSAGE_LENGTH);
-    const done = sentChunks.get(options.idempotencyKey) ?? [];
-    for (let i = done.length; i < chunks.length; i++) {
-      try {
-        // Plain text (no parse_mode): model output can never break Telegram's Markdown parser.
-        const sent = await bot.api.sendMessage(chatId, chunks[i] as string, {
-          ...threadOptions(target.threadId),
-          link_preview_options: { is_disabled: true },
-        });
-        done.push(String(sent.message_id));
-        sentChunks.set(options.idempotencyKey, done);
-      } catch (error) {
-        const mapped = toSessionsError(error);
-        if (mapped.code === "invalid_params") sentChunks.delete(options.idempotencyKey);
-        throw mapped;
-      }
-    }
-    sentChunks.delete(options.idempotencyKey);
-    return { messageIds: done };
+    // Plain text (no parse_mode): model output can never break Telegram's Markdown parser.
+    return sendChunks(options.idempotencyKey, chunks, () => async (chunk) => {
+      const sent = await bot.api.sendMessage(chatId, chunk, {
+        ...threadOptions(target.threadId),
+        link_preview_options: { is_disabled: true },
+      });
+      return String(sent.message_id);
+    });
   }
 
   const adapter: TelegramAdapter = {

@@ -4,6 +4,7 @@ export * from "./agent-to-agent.js";
 export * from "./announce.js";
 export * from "./channels.js";
 export { chunkMessage } from "./chunk.js";
+export { createChunkSender, type SendChunk } from "./chunk-sender.js";
 export * from "./config.js";
 export * from "./delivery.js";
 export * from "./errors.js";
