@@ -2,7 +2,6 @@ import {
   type EventFrame,
   type HelloOk,
   type MethodPayload,
-  PROTOCOL_VERSION,
   silentLogger,
   utf8Length,
   type WireError,
@@ -16,6 +15,7 @@ import type {
   WebSocketConstructor,
   WebSocketLike,
 } from "./client-types.js";
+import { connectParams } from "./connect-params.js";
 import { clientError, fromWireError, type GatewayClientError } from "./errors.js";
 import { extensionOf, requireExtension } from "./extensions.js";
 import { wireMethods } from "./methods.js";
@@ -224,21 +224,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
   function sendConnect() {
     const id = `connect-${++counter}`;
-    const params = {
-      minProtocol: PROTOCOL_VERSION,
-      maxProtocol: PROTOCOL_VERSION,
-      client: {
-        id: options.clientId ?? "gateway-client",
-        version: options.clientVersion ?? "0.0.0",
-        platform: typeof process !== "undefined" && process.versions?.node ? "node" : "browser",
-        mode: "backend",
-        ...(options.displayName === undefined ? {} : { displayName: options.displayName }),
-      },
-      role: "operator",
-      scopes: ["operator.read", "operator.write", "operator.admin"],
-      caps: [],
-      ...(options.token === undefined ? {} : { auth: { token: options.token } }),
-    };
+    const params = connectParams(options);
     const entry: Pending = {
       method: "connect",
       frame: "",

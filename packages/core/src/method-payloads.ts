@@ -1,0 +1,176 @@
+// The payloads of the wire methods (loose: servers may add fields).
+import { z } from "zod";
+import { VISIBILITIES } from "./access.js";
+import type { GatewayMethodName } from "./protocol.js";
+
+/** A `chat.history` message: ours carries `ts`/`seq` and `timestamp`/`__openclaw.seq`; OpenClaw's only the latter. */
+const HistoryMessageSchema = z.looseObject({
+  role: z.string(),
+  content: z.unknown(),
+  ts: z.number().optional(),
+  seq: z.number().optional(),
+  timestamp: z.number().optional(),
+  runId: z.string().optional(),
+  __openclaw: z.looseObject({ seq: z.number().optional(), runId: z.string().optional() }).optional(),
+});
+
+/** A `sessions.list` row (the gateway's kinds: `direct`, `group`, `global`, `unknown`). */
+export const GatewayRowSchema = z.looseObject({
+  key: z.string(),
+  kind: z.enum(["direct", "group", "global", "unknown"]),
+  label: z.string().optional(),
+  displayName: z.string().optional(),
+  channel: z.string().optional(),
+  chatType: z.string().optional(),
+  updatedAt: z.number(),
+  sessionId: z.string(),
+  spawnedBy: z.string().optional(),
+  sendPolicy: z.enum(["allow", "deny"]).optional(),
+  visibility: z.enum(VISIBILITIES).optional(),
+  model: z.string().optional(),
+  contextTokens: z.number().optional(),
+  inputTokens: z.number().optional(),
+  outputTokens: z.number().optional(),
+  totalTokens: z.number().optional(),
+  thinkingLevel: z.string().optional(),
+  systemSent: z.boolean().optional(),
+  abortedLastRun: z.boolean().optional(),
+  lastChannel: z.string().optional(),
+  lastTo: z.string().optional(),
+  lastAccountId: z.string().optional(),
+  deliveryContext: z
+    .object({
+      channel: z.string().optional(),
+      to: z.string().optional(),
+      accountId: z.string().optional(),
+      threadId: z.string().optional(),
+    })
+    .optional(),
+});
+/** A `sessions.list` row. */
+export type GatewayRow = z.infer<typeof GatewayRowSchema>;
+
+/** `sessions.list` payload: one page of rows and where the next starts. */
+export const SessionsListPayloadSchema = z.looseObject({
+  ts: z.number(),
+  count: z.number(),
+  totalCount: z.number().optional(),
+  hasMore: z.boolean(),
+  nextOffset: z.number().nullable(),
+  sessions: z.array(GatewayRowSchema),
+});
+
+/** One outbox record: target, text, status, attempts and receipt. */
+export const DeliveryRecordSchema = z.looseObject({
+  id: z.string(),
+  idempotencyKey: z.string(),
+  kind: z.string(),
+  sessionKey: z.string(),
+  runId: z.string().optional(),
+  channel: z.string(),
+  to: z.string(),
+  accountId: z.string().optional(),
+  threadId: z.string().optional(),
+  text: z.string(),
+  status: z.enum(["queued", "delivered", "suppressed", "failed"]),
+  attempts: z.number(),
+  nextAttemptAt: z.number(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  lastError: z.string().optional(),
+  receipt: z.array(z.string()).optional(),
+});
+/** One outbox record as the wire carries it. */
+export type DeliveryRecordPayload = z.infer<typeof DeliveryRecordSchema>;
+
+/** A thread bound to a session (`bindings.list`): its messages route to the session, its replies go there. */
+export const ThreadBindingSchema = z.looseObject({
+  channel: z.string(),
+  accountId: z.string(),
+  threadId: z.string(),
+  sessionKey: z.string(),
+  to: z.string(),
+  parentTo: z.string().optional(),
+  boundAt: z.number(),
+  lastActivityAt: z.number(),
+  idleHours: z.number(),
+  maxAgeHours: z.number(),
+});
+/** A thread binding as the wire carries it. */
+export type ThreadBindingPayload = z.infer<typeof ThreadBindingSchema>;
+
+/** `agent.wait` payload: the run's outcome, or `timeout` (without `endedAt`) when the wait ran out. */
+export const AgentWaitPayloadSchema = z.looseObject({
+  runId: z.string(),
+  status: z.enum(["ok", "error", "timeout"]),
+  startedAt: z.number().optional(),
+  endedAt: z.number().optional(),
+  error: z.string().optional(),
+  reply: z.string().optional(),
+});
+/** `agent.wait` payload. */
+export type AgentWaitPayload = z.infer<typeof AgentWaitPayloadSchema>;
+
+/** `subscribed`: any subscription left; `keys`: the keys the call named, stored form; `runIds`: those under way. */
+export const SubscriptionPayloadSchema = z.looseObject({
+  ok: z.literal(true),
+  subscribed: z.boolean(),
+  all: z.boolean().optional(),
+  keys: z.array(z.string()).optional(),
+  runIds: z.array(z.string()).optional(),
+});
+
+/** Every wire method's payload schema, by method name (loose: servers may add fields). */
+export const METHOD_PAYLOADS = {
+  "sessions.list": SessionsListPayloadSchema,
+  "sessions.resolve": z.looseObject({ ok: z.literal(true), key: z.string(), agentId: z.string().optional() }),
+  // The entry is the session's list row (ours: with `key`; OpenClaw's entry has none).
+  "sessions.patch": z.looseObject({
+    ok: z.literal(true),
+    key: z.string(),
+    entry: GatewayRowSchema.partial({ key: true, kind: true, updatedAt: true, sessionId: true }),
+  }),
+  "sessions.delete": z.looseObject({
+    ok: z.literal(true),
+    key: z.string(),
+    deleted: z.boolean(),
+    archived: z.array(z.string()).optional(),
+  }),
+  // An unknown session answers ok and empty, without `sessionId` (as OpenClaw does).
+  "chat.history": z.looseObject({
+    sessionKey: z.string(),
+    sessionId: z.string().optional(),
+    messages: z.array(HistoryMessageSchema),
+    totalMessages: z.number(),
+    hasMore: z.boolean(),
+    nextOffset: z.number().nullable(),
+  }),
+  "chat.send": z.looseObject({ runId: z.string(), status: z.enum(["started", "in_flight", "ok", "error"]) }),
+  "chat.abort": z.looseObject({ ok: z.literal(true), aborted: z.boolean(), runIds: z.array(z.string()) }),
+  agent: z.looseObject({
+    runId: z.string(),
+    sessionKey: z.string(),
+    agentId: z.string(),
+    status: z.literal("accepted"),
+    acceptedAt: z.number(),
+  }),
+  "agent.wait": AgentWaitPayloadSchema,
+  "agents.list": z.looseObject({
+    defaultId: z.string(),
+    mainKey: z.string(),
+    scope: z.string(),
+    // Ours: `session.dmScope` (how direct chats map to sessions); OpenClaw gateways omit it.
+    dmScope: z.string().optional(),
+    agents: z.array(z.object({ id: z.string(), name: z.string().optional() })),
+  }),
+  "deliveries.get": DeliveryRecordSchema,
+  "deliveries.list": z.looseObject({ deliveries: z.array(DeliveryRecordSchema) }),
+  "deliveries.retry": DeliveryRecordSchema,
+  "bindings.list": z.looseObject({ bindings: z.array(ThreadBindingSchema) }),
+  "sessions.tools.call": z.unknown(),
+  "sessions.subscribe": SubscriptionPayloadSchema,
+  "sessions.unsubscribe": SubscriptionPayloadSchema,
+} as const satisfies Record<GatewayMethodName, z.ZodType>;
+
+/** A method's payload. */
+export type MethodPayload<M extends GatewayMethodName> = z.output<(typeof METHOD_PAYLOADS)[M]>;
