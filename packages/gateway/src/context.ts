@@ -55,6 +55,8 @@ export interface GatewayContext {
   /** Set when several gateways share the store: session lanes then hold across all of them. */
   readonly cluster?: ClusterRuntime | undefined;
   emit(event: GatewayEvent): void;
+  /** False while no one would hear an event (no subscriber, no cluster): hot paths then skip building it. */
+  listening?(): boolean;
   /** Told of every run as soon as it is recorded, before it can emit an event (the server routes by it). */
   onRunCreated?(run: RunRecord): void;
 }

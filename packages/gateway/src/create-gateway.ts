@@ -11,6 +11,7 @@ import { sweepBindings, threadClosed } from "./bindings/expiry.js";
 import { createDeadlineTimer, systemClock } from "./clock.js";
 import {
   clusterSettings,
+  type ExclusiveConnection,
   type HeldConnection,
   holdExclusiveConnection,
   startCluster,
@@ -71,7 +72,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const store = options.store ?? createSqliteStore({ path: options.path ?? ".sessions/sessions.db" });
 
   const listeners = new Set<(event: GatewayEvent) => void>();
-  const emit = (event: GatewayEvent) => {
+  const emitHere = (event: GatewayEvent) => {
     for (const listener of listeners) {
       try {
         listener(event);
@@ -79,6 +80,11 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger.warn("event listener threw", { error: String(error) });
       }
     }
+  };
+  // In a cluster, what this gateway raises reaches the clients of the others too.
+  const emit = (event: GatewayEvent) => {
+    emitHere(event);
+    clustered?.published(event);
   };
   const background = new Set<Promise<unknown>>();
   let closed = false;
@@ -140,17 +146,21 @@ export function createGateway(options: GatewayOptions): Gateway {
       return clustered;
     },
     emit,
+    listening: () => listeners.size > 0 || clustered !== undefined,
     onRunCreated: (run) => {
-      clustered?.runCreated(run.runId);
-      for (const watcher of runWatchers) {
-        try {
-          watcher(run);
-        } catch (error) {
-          logger.warn("run watcher threw", { runId: run.runId, error: String(error) });
-        }
-      }
+      clustered?.runCreated(run);
+      announceRun(run);
     },
   };
+  function announceRun(run: CreatedRun): void {
+    for (const watcher of runWatchers) {
+      try {
+        watcher(run);
+      } catch (error) {
+        logger.warn("run watcher threw", { runId: run.runId, error: String(error) });
+      }
+    }
+  }
 
   // Waits end on the store's change feed, so a run that ends anywhere (here or in another process) wakes them.
   const unwatch = store.watch((change) => {
@@ -164,9 +174,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   });
   // Several gateways on the store: shared lanes, other gateways' run events, and recovery every few seconds.
   if (cluster !== undefined) {
-    clustered = startCluster(ctx, cluster, async () => {
-      await recoverRuns(ctx);
-      await ctx.outbox.replay();
+    clustered = startCluster(ctx, cluster, {
+      async recover() {
+        await recoverRuns(ctx);
+        await ctx.outbox.replay();
+      },
+      emitHere,
+      announceRun,
     });
   }
   let lease: { release(): Promise<void> } | undefined;
@@ -179,9 +193,21 @@ export function createGateway(options: GatewayOptions): Gateway {
   })();
   ready.catch((error) => logger.error("gateway recovery failed", { error: String(error) }));
 
-  async function call(method: GatewayMethodName, params?: unknown): Promise<unknown> {
-    await ready;
-    return dispatch(ctx, method, params);
+  // Once recovery is done, a call goes straight to its method (no extra promise and turn per call).
+  let isReady = false;
+  ready.then(
+    () => {
+      isReady = true;
+    },
+    () => undefined,
+  );
+  function call(method: GatewayMethodName, params?: unknown): Promise<unknown> {
+    if (!isReady) return ready.then(() => dispatch(ctx, method, params));
+    try {
+      return dispatch(ctx, method, params);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   const servers = new Set<GatewayServer>();
@@ -258,7 +284,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    holdConnection(name, connection) {
+    holdConnection(
+      nameOrConnection: string | (ExclusiveConnection & { readonly name: string }),
+      given?: ExclusiveConnection,
+    ) {
+      const named = typeof nameOrConnection === "object" && nameOrConnection !== null;
+      const name = named ? nameOrConnection.name : nameOrConnection;
+      const connection = named ? nameOrConnection : given;
       if (typeof name !== "string" || name.trim() === "" || name.length > 200) {
         throw new SessionsError("invalid_params", "holdConnection: name must be 1–200 characters", {
           field: "name",
@@ -271,7 +303,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       if (closed) throw new SessionsError("unavailable", "The gateway is closed");
       const settings = cluster ?? (clusterSettings(true, store) as NonNullable<typeof cluster>);
-      const held = holdExclusiveConnection({ store, clock, owner, settings, logger }, name, connection);
+      const held = holdExclusiveConnection(
+        { store, clock, owner, settings, logger },
+        name,
+        connection as ExclusiveConnection,
+      );
       connections.add(held);
       return held;
     },

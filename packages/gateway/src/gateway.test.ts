@@ -948,7 +948,6 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
         defaultId: "main",
         mainKey: "main",
         scope: "per-sender",
-        dmScope: "main",
         agents: [{ id: "main", name: "Main" }, { id: "ops" }],
       });
       await expect(h.gateway.call("nope" as never, {})).rejects.toMatchObject({

@@ -122,7 +122,10 @@ export interface Gateway {
   /** `agent.wait`: waits for a run to end, server-side; never cancels it; answers after a restart. */
   agentWait(params: MethodParams<"agent.wait">): Promise<WaitResult>;
   /** `agents.list`: the configured agents and the default one. */
-  agents: { list(params?: MethodParams<"agents.list">): Promise<AgentsListPayload> };
+  agents: {
+    /** `agents.list`: the configured agents, the default agent id and the main session key. */
+    list(params?: MethodParams<"agents.list">): Promise<AgentsListPayload>;
+  };
   deliveries: {
     /** `deliveries.get`: one outbox record. */
     get(params: MethodParams<"deliveries.get">): Promise<DeliveryRecord>;
@@ -144,9 +147,25 @@ export interface Gateway {
   /**
    * Runs a connection that only one gateway on the store may hold at a time (a Discord gateway socket, Telegram
    * long polling) under the lease `connection:<name>`: this gateway starts it when it takes the lease, and another
-   * gateway takes it over (calling its own `start`) once this one dies or lets go. `close()` releases it.
+   * gateway takes it over (calling its own `start`) once this one dies or lets go. `close()` releases it. A
+   * gateway alone on its store starts it at once. Adapters offer theirs as `adapter.connection` (with its name):
+   * `gateway.holdConnection(adapter.connection)` in place of starting the bot yourself.
+   *
+   * @throws SessionsError `invalid_params` (field `name` or `connection`) for a name that is not 1–200 characters or
+   * a connection without `start()` and `stop()`; `unavailable` once the gateway is closed.
    */
   holdConnection(name: string, connection: ExclusiveConnection): HeldConnection;
+  /**
+   * The same, for a connection that carries its own lease name (`adapter.connection`).
+   *
+   * @throws SessionsError `invalid_params` (field `name` or `connection`) for a name that is not 1–200 characters or
+   * a connection without `start()` and `stop()`; `unavailable` once the gateway is closed.
+   * @example
+   * ```ts
+   * const held = gateway.holdConnection(telegram.connection); // instead of bot.start()
+   * ```
+   */
+  holdConnection(connection: ExclusiveConnection & { readonly name: string }): HeldConnection;
   /** Stops timers, waits for work under way (up to `drainMs`), closes the store. */
   close(options?: { drainMs?: number | undefined }): Promise<void>;
 }
@@ -210,7 +229,5 @@ export interface AgentsListPayload {
   defaultId: string;
   mainKey: string;
   scope: string;
-  /** How direct chats map to sessions (`session.dmScope`): what a web chat needs to key its visitor. */
-  dmScope: string;
   agents: { id: string; name?: string | undefined }[];
 }

@@ -1,18 +1,18 @@
+const RESOLVED = Promise.resolve();
+
 /** Runs tasks one at a time per key (a session's lane); tasks for other keys run concurrently. */
 export class Lanes {
   private readonly tails = new Map<string, Promise<void>>();
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
+    const previous = this.tails.get(key) ?? RESOLVED;
     const result = previous.then(task, task);
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.tails.set(key, tail);
-    void tail.then(() => {
+    // The lane is free again once this task has settled, unless another one queued behind it meanwhile.
+    const settled = () => {
       if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
+    };
+    const tail: Promise<void> = result.then(settled, settled);
+    this.tails.set(key, tail);
     return result;
   }
 

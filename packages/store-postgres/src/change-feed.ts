@@ -57,6 +57,11 @@ export function notifySql(
 export interface ChangeListener {
   /** Resolves once LISTEN is in place (changes committed after this are heard). */
   readonly ready: Promise<void>;
+  /**
+   * Runs a statement on the LISTEN connection (statements sent through it run in the order sent); false, and
+   * nothing run, while it is disconnected.
+   */
+  send(text: string, values: readonly unknown[]): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -70,6 +75,8 @@ export function listenForChanges(options: {
   channel: string;
   origin: string;
   onChanges(changes: StoreChange[]): void;
+  /** Also LISTENs on `messages.channel` and hands every payload heard there to `messages.onPayload`. */
+  messages?: { channel: string; onPayload(payload: string): void } | undefined;
   onReconnect?(): void;
   logger: Logger;
 }): ChangeListener {
@@ -81,7 +88,12 @@ export function listenForChanges(options: {
   let connectedOnce = false;
 
   const onNotification = (message: pg.Notification) => {
-    if (message.channel !== channel || message.payload === undefined) return;
+    if (message.payload === undefined) return;
+    if (options.messages !== undefined && message.channel === options.messages.channel) {
+      options.messages.onPayload(message.payload);
+      return;
+    }
+    if (message.channel !== channel) return;
     let payload: Payload;
     try {
       payload = JSON.parse(message.payload) as Payload;
@@ -102,6 +114,9 @@ export function listenForChanges(options: {
     });
     next.on("end", () => drop(next));
     await next.connect();
+    if (options.messages !== undefined) {
+      await next.query(`LISTEN ${next.escapeIdentifier(options.messages.channel)}`);
+    }
     await next.query(`LISTEN ${next.escapeIdentifier(channel)}`);
     if (closed) {
       await next.end().catch(() => undefined);
@@ -136,6 +151,12 @@ export function listenForChanges(options: {
   const ready = connect();
   return {
     ready,
+    async send(text, values) {
+      const current = client;
+      if (current === undefined) return false;
+      await current.query(text, [...values]);
+      return true;
+    },
     async close() {
       closed = true;
       if (timer !== undefined) clearTimeout(timer);

@@ -1,15 +1,13 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { messageText, type SessionStore } from "@sessions/gateway";
 import { createGatewayClient, type GatewayClient } from "@sessions/gateway-client";
 import { afterAll, describe, expect, inject, it, onTestFailed } from "vitest";
 import { createPostgresStore } from "./store.js";
 import { startFakePlatform } from "./testing/fake-platform.js";
 import { eventually, freshSchema } from "./testing/helpers.js";
+import { type GatewayProcess, startGatewayProcess } from "./testing/spawn-gateway.js";
 
 const url = inject("postgresUrl");
-const here = dirname(fileURLToPath(import.meta.url));
 const children = new Set<ChildProcess>();
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -17,39 +15,8 @@ afterAll(async () => {
   for (const step of cleanup.reverse()) await step().catch(() => undefined);
 });
 
-interface GatewayProcess {
-  name: string;
-  child: ChildProcess;
-  url: string;
-  log: string[];
-}
-
-function startGateway(name: string, schema: string, platformUrl: string): Promise<GatewayProcess> {
-  return new Promise((resolve, reject) => {
-    const log: string[] = [];
-    const child = spawn(process.execPath, ["--import", "tsx", join(here, "testing", "gateway-process.ts")], {
-      cwd: here,
-      env: {
-        ...process.env,
-        DATABASE_URL: url,
-        SCHEMA: schema,
-        NAME: name,
-        PLATFORM_URL: platformUrl,
-        LEASE_TTL_MS: "2000",
-        RECOVERY_MS: "250",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.add(child);
-    child.stdout?.on("data", (chunk) => {
-      log.push(String(chunk));
-      const match = /listening (ws:\/\/\S+)/.exec(log.join(""));
-      if (match) resolve({ name, child, url: match[1] as string, log });
-    });
-    child.stderr?.on("data", (chunk) => log.push(String(chunk)));
-    child.on("exit", (code) => reject(new Error(`${name} exited ${code}: ${log.join("")}`)));
-  });
-}
+const startGateway = (name: string, schema: string, platformUrl: string) =>
+  startGatewayProcess(children, { url, schema, name, platformUrl });
 
 const SLOW_MS = 1500;
 

@@ -120,6 +120,10 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
+/**
+ * The schema version this package writes: the last of {@link MIGRATIONS}. `createPostgresStore` migrates an older
+ * schema up to it and refuses (`unavailable`, field `schema`) a schema a newer version of the package wrote.
+ */
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
 
 /** The highest version recorded in `schema_migrations`; 0 for a schema that does not exist yet. */

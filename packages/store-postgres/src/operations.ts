@@ -49,8 +49,10 @@ export const ATOMIC_OPS = new Set([
   "putEntry",
   "deleteEntry",
   "putRun",
+  "endRun",
   "enqueueDelivery",
   "putDelivery",
+  "finishDelivery",
 ] as const);
 
 /**
@@ -185,6 +187,25 @@ export function createOperations(s: string) {
       );
       db.emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
     },
+    /** One conditional statement: a run that ended meanwhile (recovery) or changed hands is left as it is. */
+    async endRun(db: Db, run: RunRecord, owner: string | undefined): Promise<boolean> {
+      await db.lock(lockName.run(run.runId));
+      const result = await db.query(
+        `UPDATE ${s}.runs SET status = $2, follow_up_pending = $3, owner = $4, data = $5
+         WHERE run_id = $1 AND status IN ('queued', 'running') AND owner IS NOT DISTINCT FROM $6`,
+        [
+          run.runId,
+          run.status,
+          run.followUp !== undefined && run.followUpDone !== true,
+          run.owner ?? null,
+          JSON.stringify(run),
+          owner ?? null,
+        ],
+      );
+      if ((result.rowCount ?? 0) === 0) return false;
+      db.emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
+      return true;
+    },
     async getRun(db: Db, runId: string): Promise<RunRecord | undefined> {
       await db.lock(lockName.run(runId));
       const { rows } = await db.query<DataRow>(`SELECT data FROM ${s}.runs WHERE run_id = $1`, [runId]);
@@ -246,6 +267,26 @@ export function createOperations(s: string) {
         deliveryParams(record),
       );
       db.emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+    },
+    /** One conditional statement: a delivery another gateway claimed (or finished) since is left as it is. */
+    async finishDelivery(db: Db, record: DeliveryRecord, owner: string): Promise<boolean> {
+      await db.lock(lockName.delivery(record.id));
+      const result = await db.query(
+        `UPDATE ${s}.deliveries SET status = $2, next_attempt_at = $3, lease_owner = $4, lease_until = $5, data = $6
+         WHERE id = $1 AND status = 'queued' AND (lease_owner IS NULL OR lease_owner = $7)`,
+        [
+          record.id,
+          record.status,
+          record.nextAttemptAt,
+          record.leaseOwner ?? null,
+          record.leaseUntil ?? null,
+          JSON.stringify(record),
+          owner,
+        ],
+      );
+      if ((result.rowCount ?? 0) === 0) return false;
+      db.emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+      return true;
     },
     async getDelivery(db: Db, id: string): Promise<DeliveryRecord | undefined> {
       await db.lock(lockName.delivery(id));

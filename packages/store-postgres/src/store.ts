@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type Logger, SessionsError, silentLogger } from "@sessions/core";
 import type { SessionStore, StoreChange, StoreOps } from "@sessions/gateway";
 import pg from "pg";
+import { createPublisher, createReassembler } from "./broadcast.js";
 import { listenForChanges, notifySql } from "./change-feed.js";
 import { toStoreError, withStoreErrors } from "./errors.js";
 import { createLeaseOperations } from "./leases.js";
@@ -9,6 +10,10 @@ import { migrate } from "./migrations.js";
 import { ATOMIC_OPS, createOperations, type Operations } from "./operations.js";
 import { createUnits, type Db, type Unit } from "./units.js";
 
+/**
+ * Where {@link createPostgresStore} connects and how. Invalid values fail with `SessionsError` `invalid_config`
+ * naming the field (`connectionString`, `schema`, `maxConnections`, `connectTimeoutMs`).
+ */
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:5432/database` (libpq-style URL; `?sslmode=require` etc. work). */
   connectionString: string;
@@ -96,6 +101,17 @@ function validate(options: PostgresStoreOptions): { schema: string; url: string 
  * Units of work are transactions on their own connections, running side by side; units touching the same record
  * take turns on a transaction-scoped advisory lock. Errors are `SessionsError`s: `unavailable` (retryable),
  * `conflict`, `storage_full`, `invalid_config`.
+ *
+ * @throws SessionsError `invalid_config` naming the option for bad options; `unavailable` when the database cannot
+ * be reached within `connectTimeoutMs` or its schema was written by a newer version of this package (field `schema`).
+ * @example
+ * ```ts
+ * import { createGateway } from "@sessions/gateway";
+ * import { createPostgresStore } from "@sessions/store-postgres";
+ *
+ * const store = await createPostgresStore({ connectionString: "postgres://sessions:secret@db:5432/sessions" });
+ * const gateway = createGateway({ runner, store });
+ * ```
  */
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
   const { schema, url } = validate(options);
@@ -142,13 +158,27 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     await pool.end().catch(() => undefined);
     throw toStoreError(error, where);
   }
+  // Ephemeral messages (`publish`/`subscribe`): run events streamed to the gateways clients are connected to.
+  const subscribers = new Set<(message: unknown) => void>();
+  const hear = (json: string) => {
+    for (const listener of subscribers) {
+      try {
+        listener(JSON.parse(json));
+      } catch {
+        // A subscriber's bug (or a message it cannot read) is its own.
+      }
+    }
+  };
+  const messagesChannel = `${schema}_events`;
   const feed = listenForChanges({
     config: session,
     channel,
     origin,
     onChanges: publish,
+    messages: { channel: messagesChannel, onPayload: createReassembler(origin, hear, logger) },
     logger,
   });
+  const publisher = createPublisher({ origin, channel: messagesChannel, send: feed.send, logger });
   try {
     await feed.ready;
   } catch (error) {
@@ -243,9 +273,38 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         listeners.delete(own);
       };
     },
+    publish(message) {
+      if (closed) return;
+      let json: string;
+      try {
+        json = JSON.stringify(message);
+      } catch (error) {
+        throw new SessionsError("invalid_params", `publish: the message is not JSON (${String(error)})`, {
+          field: "message",
+        });
+      }
+      // This process's own subscribers get the message as it is (read-only), the others its JSON.
+      for (const listener of subscribers) {
+        try {
+          listener(message);
+        } catch {
+          // A subscriber's bug is its own.
+        }
+      }
+      publisher.publish(json);
+    },
+    subscribe(listener) {
+      const own = (message: unknown) => listener(message);
+      subscribers.add(own);
+      return () => {
+        subscribers.delete(own);
+      };
+    },
     async close() {
       if (closed) return;
       closed = true;
+      // What was published before closing still goes out (a gateway's last run events, on a graceful stop).
+      await publisher.flushed();
       await feed.close();
       await pool.end().catch(() => undefined);
     },

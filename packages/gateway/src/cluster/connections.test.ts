@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createManualClock } from "../clock.js";
 import { createGateway } from "../create-gateway.js";
 import { createScriptedRunner } from "../runner/scripted.js";
 import { createMemoryStore } from "../store/memory.js";
@@ -35,6 +36,49 @@ describe("holdConnection", () => {
     await until(() => running.length === 1);
     expect(running).toEqual(["b"]);
     await b.close({ drainMs: 10 });
+    expect(running).toEqual([]);
+    await store.close();
+  });
+
+  it("gives the lease back when the connection reports itself lost, and lets another gateway take it over", async () => {
+    const store = createMemoryStore();
+    // A clock that stands still: this gateway's pause before trying again only ends when the test moves it.
+    const clock = createManualClock();
+    const options = {
+      store: { ...store, close: async () => {} },
+      runner,
+      clock,
+      cluster: { leaseTtlMs: 600, recoveryIntervalMs: 100 },
+    };
+    const [a, b] = [createGateway(options), createGateway(options)];
+    const running: string[] = [];
+    const starts: { name: string; lost: (error: unknown) => void }[] = [];
+    const hold = (name: string) => ({
+      start: (lost: (error: unknown) => void) => {
+        starts.push({ name, lost });
+        running.push(name);
+      },
+      stop: () => void running.splice(running.indexOf(name), 1),
+    });
+    const heldA = a.holdConnection("bot", hold("a"));
+    await until(() => heldA.held);
+    const heldB = b.holdConnection("bot", hold("b"));
+
+    starts[0]?.lost(new Error("409: Conflict: terminated by other getUpdates request"));
+    await until(() => heldB.held);
+    expect(running).toEqual(["b"]);
+    expect(heldA.held).toBe(false);
+
+    // B closes: A takes the connection back once its pause is over, and a late report of its first start is stale.
+    await b.close({ drainMs: 10 });
+    await clock.advance(30_000);
+    await until(() => heldA.held);
+    starts[0]?.lost(new Error("late"));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(running).toEqual(["a"]);
+    expect(heldA.held).toBe(true);
+    expect(starts.map((s) => s.name)).toEqual(["a", "b", "a"]);
+    await a.close({ drainMs: 10 });
     expect(running).toEqual([]);
     await store.close();
   });

@@ -6,12 +6,20 @@ import type { ClusterSettings } from "./options.js";
 
 /** A connection only one gateway may hold at a time: a Discord gateway socket, Telegram long polling, … */
 export interface ExclusiveConnection {
-  /** Opens it: called when this gateway takes the lease (at start, or when the previous holder died). */
-  start(): unknown;
+  /**
+   * Opens it: called when this gateway takes the lease (at start, or when the previous holder died). A connection
+   * that can end by itself (a fatal polling error, a socket closed for good) calls `lost(error)` when it does: the
+   * gateway then stops it, gives the lease back and waits before trying again, so another gateway takes it over.
+   */
+  start(lost: (error: unknown) => void): unknown;
   /** Closes it: called when the lease is lost (this gateway stalled past it) or given up on `close()`. */
   stop(): unknown;
 }
 
+/**
+ * A connection that only one gateway of a cluster runs at a time (a bot's Socket Mode link, a Telegram long poll),
+ * held through the store's `connection:<name>` lease: what {@link Gateway.holdConnection} returns.
+ */
 export interface HeldConnection {
   /** The lease's name: `connection:<name>`. */
   readonly lease: string;
@@ -23,10 +31,15 @@ export interface HeldConnection {
 
 export const connectionLeaseName = (name: string) => `connection:${name}`;
 
+/** The longest a gateway waits before trying a connection again after it failed to start or was lost. */
+const CONNECTION_RETRY_MAX_MS = 30_000;
+
 /**
  * Keeps trying to hold `connection:<name>`: whoever holds it runs the connection and renews the lease; the other
  * gateways try again every heartbeat and take over once the holder's lease lapses (or at once when the holder's
- * process died on this host). A `start` that throws gives the lease back for another try.
+ * process died on this host). A `start` that throws, or a connection that reports itself `lost`, gives the lease
+ * back; this gateway then waits (two heartbeats, doubling up to 30 s) before trying again, so that another gateway
+ * takes it over first.
  */
 export function holdExclusiveConnection(
   deps: { store: SessionStore; clock: Clock; owner: string; settings: ClusterSettings; logger: Logger },
@@ -38,6 +51,17 @@ export function holdExclusiveConnection(
   let held = false;
   let stopped = false;
   let busy: Promise<void> = Promise.resolve();
+  /** Which `start` runs now: a `lost` report from an earlier one is stale. */
+  let generation = 0;
+  /** Failed starts and losses in a row, and when this gateway may try again. */
+  let failures = 0;
+  let retryAt = 0;
+
+  function backOff(): void {
+    failures++;
+    const wait = Math.min(settings.heartbeatMs * 2 ** failures, CONNECTION_RETRY_MAX_MS);
+    retryAt = clock.now() + wait;
+  }
 
   async function stopHere(reason: string): Promise<void> {
     held = false;
@@ -52,11 +76,15 @@ export function holdExclusiveConnection(
     if (stopped) return;
     const now = clock.now();
     if (held) {
-      if (await store.renewLease(lease, owner, settings.leaseTtlMs, now)) return;
+      if (await store.renewLease(lease, owner, settings.leaseTtlMs, now)) {
+        failures = 0; // it has run for a heartbeat
+        return;
+      }
       logger.warn("lost a connection lease; stopping it here", { connection: name });
       await stopHere("lease lost");
       return;
     }
+    if (now < retryAt) return;
     let result = await store.acquireLease({
       name: lease,
       owner,
@@ -75,8 +103,9 @@ export function holdExclusiveConnection(
       });
     }
     if (!result.acquired || stopped) return;
+    const started = ++generation;
     try {
-      await connection.start();
+      await connection.start((error) => queue(() => lost(started, error)));
       held = true;
       logger.info("holding connection", { connection: name });
     } catch (error) {
@@ -85,14 +114,25 @@ export function holdExclusiveConnection(
         error: String(error),
       });
       await store.releaseLease(lease, owner).catch(() => false);
+      backOff();
     }
   }
 
-  const step = () => {
-    busy = busy.then(tick).catch((error: unknown) => {
+  /** The connection ended by itself (Telegram's 409 Conflict, a revoked token): hand it to another gateway. */
+  async function lost(started: number, error: unknown): Promise<void> {
+    if (stopped || !held || started !== generation) return;
+    logger.warn("connection lost; giving the lease back", { connection: name, error: String(error) });
+    await stopHere("lost");
+    await store.releaseLease(lease, owner).catch(() => false);
+    backOff();
+  }
+
+  function queue(task: () => Promise<void>): void {
+    busy = busy.then(task).catch((error: unknown) => {
       logger.warn("connection lease check failed", { connection: name, error: String(error) });
     });
-  };
+  }
+  const step = () => queue(tick);
   step();
   const timer = setInterval(step, settings.heartbeatMs);
   timer.unref();

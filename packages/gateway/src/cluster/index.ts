@@ -1,8 +1,10 @@
 import type { GatewayContext } from "../context.js";
+import type { GatewayEvent } from "../gateway.js";
 import { isFinal } from "../runs/wait.js";
+import type { CreatedRun } from "../server/event-routing.js";
 import { createClusterLanes } from "./lanes.js";
 import type { ClusterSettings } from "./options.js";
-import { forwardRemoteRunEvents } from "./remote-events.js";
+import { createEventRelay } from "./remote-events.js";
 
 export { type ExclusiveConnection, type HeldConnection, holdExclusiveConnection } from "./connections.js";
 export { type ClusterOptions, type ClusterSettings, clusterSettings } from "./options.js";
@@ -14,15 +16,31 @@ export interface ClusterRuntime {
   lane<T>(sessionKey: string, task: () => Promise<T>): Promise<T>;
 }
 
+/** What cluster mode needs of the gateway around it, beyond the context. */
+export interface ClusterHooks {
+  /** Takes over the work of dead gateways (one recovery pass). */
+  recover(): Promise<void>;
+  /** Raises an event to this gateway's subscribers only. */
+  emitHere(event: GatewayEvent): void;
+  /** Tells this gateway's servers of a run executing elsewhere, so they route its events. */
+  announceRun(run: CreatedRun): void;
+}
+
 /**
- * Cluster mode for one gateway: shared session lanes (woken by the change feed), run events of other gateways'
- * runs, and a recovery pass every `recoveryIntervalMs` that takes over the work of gateways that died.
+ * Cluster mode for one gateway: shared session lanes (woken by the change feed), the events of other gateways'
+ * runs (streamed through the store's `publish` when it has one), and a recovery pass every `recoveryIntervalMs`
+ * that takes over the work of gateways that died.
  */
 export function startCluster(
   ctx: GatewayContext,
   settings: ClusterSettings,
-  recover: () => Promise<void>,
-): ClusterRuntime & { runCreated(runId: string): void; stop(): Promise<void> } {
+  hooks: ClusterHooks,
+): ClusterRuntime & {
+  runCreated(run: CreatedRun): void;
+  published(event: GatewayEvent): void;
+  stop(): Promise<void>;
+} {
+  const { recover } = hooks;
   const lanes = createClusterLanes({
     store: ctx.store,
     clock: ctx.clock,
@@ -30,11 +48,15 @@ export function startCluster(
     settings,
     closed: () => ctx.tasks.closed,
   });
-  const localRuns = new Set<string>();
   const unwatchLanes = ctx.store.watch((change) => {
     if (change.type === "run" && isFinal(change.status)) lanes.wake(change.sessionKey);
   });
-  const unwatchEvents = forwardRemoteRunEvents(ctx, localRuns);
+  const relay = createEventRelay({
+    ctx,
+    emitHere: hooks.emitHere,
+    announceRun: hooks.announceRun,
+    graceMs: settings.heartbeatMs,
+  });
   // A change announced by a process that died right after committing it, or sent while this gateway's LISTEN
   // connection was down, is never heard: each pass re-reads the runs someone here waits on.
   // Only waits older than one pass are re-read: the young ones are still covered by their own first read.
@@ -51,7 +73,7 @@ export function startCluster(
   let pass: Promise<void> | undefined;
   const timer = setInterval(() => {
     if (pass !== undefined || ctx.tasks.closed) return;
-    pass = Promise.all([recover(), recheckWaits()])
+    pass = Promise.all([recover(), recheckWaits(), relay.sweep(settings.leaseTtlMs)])
       .then(() => undefined)
       .catch((error: unknown) => ctx.logger.warn("cluster recovery pass failed", { error: String(error) }))
       .finally(() => {
@@ -62,11 +84,12 @@ export function startCluster(
   return {
     settings,
     lane: (sessionKey, task) => lanes.run(sessionKey, task),
-    runCreated: (runId) => void localRuns.add(runId),
+    runCreated: (run) => relay.localRunCreated(run),
+    published: (event) => relay.published(event),
     async stop() {
       clearInterval(timer);
       unwatchLanes();
-      unwatchEvents();
+      relay.stop();
       await pass;
     },
   };

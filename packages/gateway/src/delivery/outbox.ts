@@ -92,7 +92,14 @@ export function createOutbox(deps: OutboxDeps) {
     // The claim ends with the attempt: a retry is claimed afresh when it is due, by whichever gateway comes first.
     const { leaseOwner: _owner, leaseUntil: _until, ...unleased } = record;
     const next = { ...unleased, ...patch, updatedAt: clock.now() };
-    await store.putDelivery(next);
+    // Fenced: when this gateway stalled past its claim and another took the delivery over, its outcome stands.
+    if (!(await store.finishDelivery(next, deps.owner))) {
+      logger.warn("discarded a delivery outcome: another gateway took the delivery over", {
+        id: record.id,
+        discarded: next.status,
+      });
+      return next;
+    }
     if (next.status !== "queued") deps.onFinal(next);
     return next;
   }

@@ -1,13 +1,8 @@
-import {
-  defaultAgentId,
-  normalizeAgentId,
-  type ParsedMethodParams,
-  parseMethodParams,
-  parseSessionKey,
-} from "@sessions/core";
+import { defaultAgentId, normalizeAgentId, type ParsedMethodParams, parseMethodParams } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import { allowedDelivery } from "../delivery/targets.js";
 import type { AgentsListPayload, WaitResult } from "../gateway.js";
+import { agentIdOfKey } from "../runs/key-agent.js";
 import { startRun } from "../runs/start.js";
 import { waitRun } from "../runs/wait.js";
 import { ensureEntry, operatorKey } from "../sessions/entries.js";
@@ -47,14 +42,17 @@ export const agentMethods = {
   async agent(ctx: GatewayContext, params: unknown): Promise<Accepted> {
     const p = parseMethodParams("agent", params);
     const agentId = normalizeAgentId(
-      p.agentId ??
-        (p.sessionKey ? parseSessionKey(p.sessionKey)?.agentId : undefined) ??
-        defaultAgentId(ctx.config),
+      p.agentId ?? (p.sessionKey ? agentIdOfKey(p.sessionKey) : undefined) ?? defaultAgentId(ctx.config),
     );
     const key = operatorKey(ctx, p.sessionKey ?? "main", "sessionKey", agentId);
-    const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
-    if (existing !== undefined) return accepted(existing);
-    const entry = await ensureEntry(ctx, key, {
+    // A repeat that could change something before `startRun` finds its run (creating the session, checking a
+    // delivery target) returns the first run here; any other repeat finds it in `startRun`'s unit of work.
+    let entry = await ctx.store.getEntry(key);
+    if (entry === undefined || p.deliver === true) {
+      const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
+      if (existing !== undefined) return accepted(existing);
+    }
+    entry ??= await ensureEntry(ctx, key, {
       ...(p.label === undefined ? {} : { label: p.label }),
       ...(p.spawnedBy === undefined ? {} : { spawnedBy: p.spawnedBy }),
     });
@@ -82,9 +80,13 @@ export const agentMethods = {
     return { ...accepted(run), sessionKey: key };
   },
 
-  async "agent.wait"(ctx: GatewayContext, params: unknown): Promise<WaitResult> {
-    const p = parseMethodParams("agent.wait", params);
-    return waitRun(ctx, p.runId, p.timeoutMs ?? 30_000);
+  "agent.wait"(ctx: GatewayContext, params: unknown): Promise<WaitResult> {
+    try {
+      const p = parseMethodParams("agent.wait", params);
+      return waitRun(ctx, p.runId, p.timeoutMs ?? 30_000);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   },
 
   async "agents.list"(ctx: GatewayContext, params: unknown): Promise<AgentsListPayload> {
@@ -98,7 +100,6 @@ export const agentMethods = {
       defaultId: defaultAgentId(config),
       mainKey: config.session.mainKey,
       scope: config.session.scope,
-      dmScope: config.session.dmScope,
       agents,
     };
   },

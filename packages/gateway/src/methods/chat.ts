@@ -50,17 +50,20 @@ export const chatMethods = {
   async "chat.send"(ctx: GatewayContext, params: unknown): Promise<{ runId: string; status: SendStatus }> {
     const p = parseMethodParams("chat.send", params);
     const key = operatorKey(ctx, p.sessionKey, "sessionKey");
-    const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
-    if (existing !== undefined) return { runId: existing.runId, status: repeatStatus(existing) };
-    const entry = await ensureEntry(ctx, key);
+    // As `agent`: a repeat that could change something first returns here, any other in `startRun`.
+    let entry = await ctx.store.getEntry(key);
+    if (entry === undefined || p.deliver === true) {
+      const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
+      if (existing !== undefined) return { runId: existing.runId, status: repeatStatus(existing) };
+    }
+    entry ??= await ensureEntry(ctx, key);
     const deliverTo =
       p.deliver === true
         ? allowedDelivery(ctx, entry, key, undefined, `Session ${key} has no delivery context to deliver to`)
         : undefined;
     // As OpenClaw, the run's id is the idempotency key, unless another run already has that id.
-    const taken = (await ctx.store.getRun(p.idempotencyKey)) !== undefined;
     const { run, created } = await startRun(ctx, {
-      ...(taken ? {} : { runId: p.idempotencyKey }),
+      preferredRunId: p.idempotencyKey,
       sessionKey: key,
       kind: "chat",
       input: { role: "user", content: p.message, ts: ctx.clock.now() },

@@ -3,7 +3,7 @@ import type { Clock } from "../clock.js";
 import { systemClock } from "../clock.js";
 import type { RunKind, RunUsage } from "../store/types.js";
 import { messageText } from "../transcript.js";
-import type { AgentRunner, AgentRunRequest, AgentRunResult } from "./types.js";
+import type { AgentRunner, AgentRunRequest, AgentRunResult, RunnerTool } from "./types.js";
 
 /** What a scripted agent function receives for one run: the message, the history, and helpers to call tools, stream and wait. */
 export interface ScriptedTurn {
@@ -69,7 +69,13 @@ export function createScriptedRunner(options: ScriptedRunnerOptions): AgentRunne
           field: "agentId",
         });
       }
-      const tools = new Map(request.tools.map((t) => [t.name, t]));
+      // The request's tools and signal are made on first use: so are the turn's.
+      let byName: Map<string, RunnerTool> | undefined;
+      let names: string[] | undefined;
+      const tools = () => {
+        byName ??= new Map(request.tools.map((t) => [t.name, t]));
+        return byName;
+      };
       const text = messageText(request.input);
       const turn: ScriptedTurn = {
         runId: request.runId,
@@ -79,12 +85,19 @@ export function createScriptedRunner(options: ScriptedRunnerOptions): AgentRunne
         ...(request.model === undefined ? {} : { model: request.model }),
         text,
         input: request.input,
-        messages: request.messages,
+        get messages() {
+          return request.messages;
+        },
         system: request.system,
-        toolNames: [...tools.keys()],
-        signal: request.signal,
+        get toolNames() {
+          names ??= [...tools().keys()];
+          return names;
+        },
+        get signal() {
+          return request.signal;
+        },
         async callTool<T>(name: string, params: unknown = {}): Promise<T> {
-          const tool = tools.get(name);
+          const tool = tools().get(name);
           if (tool === undefined) {
             throw new SessionsError("forbidden", `Tool ${name} is not available to this run`, {
               field: "name",

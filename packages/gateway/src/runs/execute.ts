@@ -1,11 +1,12 @@
 import { SessionsError } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import type { GatewayContext } from "../context.js";
-import type { AgentRunEvent } from "../runner/types.js";
+import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
+import { type LentMessages, readHistory } from "../store/history.js";
 import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
 import { buildTools } from "../tools/build.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
-import { RunAborted, RunTimeout } from "./run-table.js";
+import { RunAborted, type RunControl, RunTimeout } from "./run-table.js";
 import type { RunSpec } from "./start.js";
 import { isFinal } from "./wait.js";
 
@@ -18,7 +19,7 @@ export async function executeRun(
   queued: RunRecord,
   spec: RunSpec,
   input: StoredMessage,
-  controller: AbortController,
+  control: RunControl,
   /** The session entry as the run's start left it, when the run started at once (it saves a read). */
   known?: { entry: StoredEntry | undefined },
 ): Promise<RunRecord> {
@@ -31,7 +32,7 @@ export async function executeRun(
   let ended: RunRecord | undefined;
   try {
     if (ctx.tasks.closed) throw new SessionsError("unavailable", "gateway closed before the run started");
-    if (controller.signal.aborted) throw controller.signal.reason;
+    if (control.aborted) throw control.reason;
     if (queued.status === "queued") {
       // It waited behind another run: it may have been ended meanwhile (recovery, delete); else it starts now.
       const latest = await store.getRun(queued.runId);
@@ -45,43 +46,21 @@ export async function executeRun(
     emitStart(ctx, run);
     if (spec.timeoutMs !== undefined && spec.timeoutMs > 0) {
       const seconds = Math.round(spec.timeoutMs / 1000);
-      timer = clock.setTimeout(() => controller.abort(new RunTimeout(seconds)), spec.timeoutMs);
+      timer = clock.setTimeout(() => control.abort(new RunTimeout(seconds)), spec.timeoutMs);
     }
     const entry = known !== undefined ? known.entry : await store.getEntry(spec.sessionKey);
-    const history = await store.readMessages(spec.sessionKey, {
+    const history = await readHistory(store, spec.sessionKey, {
       limit: ctx.historyWindow,
       beforeSeq: input.seq + 1,
     });
-    const tools = spec.tools === null ? [] : buildTools(ctx, spec.tools, run.runId);
-    const aborted = new Promise<never>((_, reject) => {
-      if (controller.signal.aborted) reject(controller.signal.reason);
-      controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
-    });
-    aborted.catch(() => {});
-    const model = spec.model ?? entry?.model;
-    const thinking = spec.thinking ?? entry?.thinkingLevel;
-    const result = await Promise.race([
-      ctx.runner.run({
-        runId: run.runId,
-        agentId: run.agentId,
-        sessionKey: spec.sessionKey,
-        kind: spec.kind,
-        ...(model === undefined ? {} : { model }),
-        ...(thinking === undefined ? {} : { thinking }),
-        messages: history,
-        input,
-        system: spec.system ?? [],
-        tools,
-        signal: controller.signal,
-        emit: (event: AgentRunEvent) => emitRunnerEvent(ctx, run, event),
-      }),
-      aborted,
-    ]);
+    const result = await control.race(
+      ctx.runner.run(runRequest(ctx, run, spec, input, history, entry, control)),
+    );
     const reply = typeof result?.reply === "string" ? result.reply : "";
     usage = result?.usage;
     run = { ...run, status: "ok", endedAt: clock.now(), reply, ...(usage === undefined ? {} : { usage }) };
   } catch (error) {
-    const reason = controller.signal.aborted ? controller.signal.reason : error;
+    const reason = control.aborted ? control.reason : error;
     const endedAt = clock.now();
     if (reason instanceof RunTimeout) run = { ...run, status: "timeout", error: reason.message, endedAt };
     else if (reason instanceof RunAborted)
@@ -103,8 +82,58 @@ export async function executeRun(
   run = await recordEnd(ctx, run, usage);
   emitFinal(ctx, run);
   ctx.runs.settle(run);
-  if (spec.onSettled !== undefined) ctx.tasks.track(spec.onSettled(run));
+  // A discarded end leaves the run's follow-up work to the gateway that recovered it.
+  if (spec.onSettled !== undefined && !discarded.has(run)) ctx.tasks.track(spec.onSettled(run));
   return run;
+}
+
+/**
+ * What the runner gets. Its history (copies), tools and abort signal are made when the runner first asks for
+ * them: a runner that never reads the history, calls a tool or is aborted costs none of them.
+ */
+function runRequest(
+  ctx: GatewayContext,
+  run: RunRecord,
+  spec: RunSpec,
+  input: StoredMessage,
+  history: LentMessages,
+  entry: StoredEntry | undefined,
+  control: RunControl,
+): AgentRunRequest {
+  let tools: RunnerTool[] | undefined;
+  let messages: StoredMessage[] | undefined;
+  const toolContext = spec.tools;
+  const request: AgentRunRequest = {
+    runId: run.runId,
+    agentId: run.agentId,
+    sessionKey: spec.sessionKey,
+    kind: spec.kind,
+    get messages() {
+      messages ??= history();
+      return messages;
+    },
+    set messages(value) {
+      messages = value;
+    },
+    input,
+    system: spec.system ?? [],
+    get tools() {
+      tools ??= toolContext === null ? [] : buildTools(ctx, toolContext, run.runId);
+      return tools;
+    },
+    set tools(value) {
+      tools = value;
+    },
+    get signal() {
+      return control.signal;
+    },
+    emit: (event: AgentRunEvent) => emitRunnerEvent(ctx, run, event),
+  };
+  const model = spec.model ?? entry?.model;
+  const thinking = spec.thinking ?? entry?.thinkingLevel;
+  if (model !== undefined) request.model = model;
+  if (thinking !== undefined) request.thinking = thinking;
+  return request;
 }
 
 /** Usage adds up on the session entry. */
@@ -160,13 +189,16 @@ async function recordEnd(
               tx,
             )
           : undefined;
-      await tx.putRun(run);
+      // Fenced: a gateway that stalled past its lease finds its run ended by another one, and discards its end.
+      if (!(await tx.endRun(run, ctx.owner))) throw new EndedElsewhere();
       return recorded;
     });
     delivery?.committed();
-    ctx.emit({ type: "sessions.changed", key: run.sessionKey, reason: "updated" });
+    if (ctx.listening?.() !== false)
+      ctx.emit({ type: "sessions.changed", key: run.sessionKey, reason: "updated" });
     return run;
   } catch (error) {
+    if (error instanceof EndedElsewhere) return discardEnd(ctx, run);
     // Nothing of the end was recorded (storage full, store gone): say so, and try to end the run at least.
     const message = error instanceof Error ? error.message : String(error);
     ctx.logger.error("could not record the end of a run", { runId: run.runId, error: message });
@@ -176,7 +208,23 @@ async function recordEnd(
       error: `could not record the run's end: ${message}`,
     };
     delete failed.reply;
-    await ctx.store.putRun(failed).catch(() => undefined);
+    await ctx.store.endRun(failed, ctx.owner).catch(() => undefined);
     return failed;
   }
+}
+
+class EndedElsewhere extends Error {}
+const discarded = new WeakSet<RunRecord>();
+
+/** The run was ended by another gateway (recovery) while this one stalled: its end stands, this one's is dropped. */
+async function discardEnd(ctx: GatewayContext, run: RunRecord): Promise<RunRecord> {
+  const stored = await ctx.store.getRun(run.runId).catch(() => undefined);
+  ctx.logger.warn("discarded the end of a run another gateway ended while this one stalled", {
+    runId: run.runId,
+    discarded: run.status,
+    recorded: stored?.status,
+  });
+  const ended = stored !== undefined && isFinal(stored.status) ? stored : run;
+  discarded.add(ended);
+  return ended;
 }

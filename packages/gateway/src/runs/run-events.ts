@@ -3,9 +3,13 @@ import type { GatewayContext } from "../context.js";
 import type { AgentRunEvent } from "../runner/types.js";
 import type { RunRecord } from "../store/types.js";
 
-type EventContext = Pick<GatewayContext, "runs" | "clock" | "emit">;
+type EventContext = Pick<GatewayContext, "runs" | "clock" | "emit" | "listening">;
+
+/** No one hears events now: they are not built (nor numbered). */
+const unheard = (ctx: EventContext) => ctx.listening?.() === false;
 
 export function emitStart(ctx: EventContext, run: RunRecord): void {
+  if (unheard(ctx)) return;
   ctx.emit({
     type: "agent",
     runId: run.runId,
@@ -18,6 +22,7 @@ export function emitStart(ctx: EventContext, run: RunRecord): void {
 
 /** A runner's streamed output as `chat` deltas and `agent` assistant/tool events. */
 export function emitRunnerEvent(ctx: EventContext, run: RunRecord, event: AgentRunEvent): void {
+  if (unheard(ctx)) return;
   if (event.type === "text-delta") {
     ctx.emit({
       type: "chat",
@@ -49,6 +54,10 @@ export function emitRunnerEvent(ctx: EventContext, run: RunRecord, event: AgentR
 
 /** The end of a run: the lifecycle end first (stream readers that stop at the final chat event still see it). */
 export function emitFinal(ctx: EventContext, run: RunRecord): void {
+  if (unheard(ctx)) {
+    ctx.runs.forgetSeq(run.runId);
+    return;
+  }
   const state = run.status === "ok" ? "final" : run.status === "aborted" ? "aborted" : "error";
   ctx.emit({
     type: "agent",

@@ -1,10 +1,43 @@
 import { Lanes, Semaphore } from "../lanes.js";
 import type { RunRecord } from "../store/types.js";
 
-/** A run this process is executing: its abort switch and session. */
-interface ActiveRun {
-  controller: AbortController;
-  sessionKey: string;
+/**
+ * The abort switch of a run this process holds. Most runs are never aborted: the `AbortSignal` a runner sees is
+ * made only when it asks for it, and the run's wait on its runner hears of an abort through `onAbort`.
+ */
+export class RunControl {
+  private controller: AbortController | undefined;
+  private listener: ((reason: unknown) => void) | undefined;
+  aborted = false;
+  reason: unknown;
+
+  constructor(readonly sessionKey: string) {}
+
+  /** Aborted with the run's reason once the run is aborted (made on first use). */
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    this.listener?.(reason);
+  }
+
+  /** Settles like `work`, or rejects with the reason as soon as the run is aborted (at once if it is). */
+  race<T>(work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.aborted) reject(this.reason);
+      else this.listener = reject;
+      work.then(resolve, reject);
+    });
+  }
 }
 
 /** Why a run was stopped from outside: by `chat.abort`, `sessions.delete` or a closing gateway. */
@@ -28,7 +61,7 @@ export class RunTimeout extends Error {
 export class RunTable {
   readonly lanes = new Lanes();
   readonly subagentSlots: Semaphore;
-  private readonly active = new Map<string, ActiveRun>();
+  private readonly active = new Map<string, RunControl>();
   private readonly waiters = new Map<string, Set<(run: RunRecord) => void>>();
   private readonly seqs = new Map<string, number>();
   /** Runs this process has scheduled and will end itself, until `settle`: their waiters need no store read. */
@@ -38,11 +71,11 @@ export class RunTable {
     this.subagentSlots = new Semaphore(maxConcurrentSubagents);
   }
 
-  register(run: RunRecord): AbortController {
-    const controller = new AbortController();
-    this.active.set(run.runId, { controller, sessionKey: run.sessionKey });
+  register(run: RunRecord): RunControl {
+    const control = new RunControl(run.sessionKey);
+    this.active.set(run.runId, control);
     this.local.set(run.runId, run);
-    return controller;
+    return control;
   }
 
   /** The latest record of a run this process will end (and `settle`) itself. */
@@ -67,17 +100,17 @@ export class RunTable {
   /** Aborts a session's running and queued runs (or just `runId`); returns the ids aborted. */
   abortSession(sessionKey: string, runId?: string): string[] {
     const runIds: string[] = [];
-    for (const [id, info] of this.active) {
-      if (info.sessionKey !== sessionKey || (runId !== undefined && runId !== id)) continue;
-      if (info.controller.signal.aborted) continue;
-      info.controller.abort(new RunAborted());
+    for (const [id, control] of this.active) {
+      if (control.sessionKey !== sessionKey || (runId !== undefined && runId !== id)) continue;
+      if (control.aborted) continue;
+      control.abort(new RunAborted());
       runIds.push(id);
     }
     return runIds;
   }
 
   abortAll(): void {
-    for (const info of this.active.values()) info.controller.abort(new RunAborted());
+    for (const control of this.active.values()) control.abort(new RunAborted());
   }
 
   nextSeq(runId: string): number {

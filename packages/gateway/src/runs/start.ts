@@ -1,14 +1,17 @@
-import { type DeliveryContext, parseSessionKey, SessionsError, type TranscriptMessage } from "@sessions/core";
+import { type DeliveryContext, SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { RunKind, RunRecord, StoredEntry, StoredMessage, StoreOps } from "../store/types.js";
 import type { ToolContext } from "../tools/tool-context.js";
 import { executeRun } from "./execute.js";
+import { agentIdOfKey } from "./key-agent.js";
 
 /** Everything needed to start a run; `tools: null` runs without tools (announce steps). */
 export interface RunSpec {
   /** Set when the caller must know the id before the run exists (sub-agent records). */
   runId?: string | undefined;
+  /** The id the run gets unless another run already has it (`chat.send` uses its idempotency key). */
+  preferredRunId?: string | undefined;
   followUp?: RunRecord["followUp"] | undefined;
   sessionKey: string;
   kind: RunKind;
@@ -34,12 +37,9 @@ export interface RunSpec {
  * queues it on its session's lane. A repeated idempotency key returns the first run (`created: false`): a crash
  * can never leave the message without its run, so a retry after one finds either both or neither.
  */
-export async function startRun(
-  ctx: GatewayContext,
-  spec: RunSpec,
-): Promise<{ run: RunRecord; created: boolean }> {
+export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: RunRecord; created: boolean }> {
   if (ctx.tasks.closed)
-    throw new SessionsError("unavailable", "The gateway is closing", { retryAfterMs: 1000 });
+    return Promise.reject(new SessionsError("unavailable", "The gateway is closing", { retryAfterMs: 1000 }));
   const create = async () => {
     // An idle lane starts the run at once: record it running now and save the write that would say so later.
     const startsNow = ctx.runs.lanes.isIdle(spec.sessionKey) && !spec.subagentSlot;
@@ -53,12 +53,15 @@ export async function startRun(
       const current = await tx.getEntry(spec.sessionKey);
       const entry = current === undefined ? undefined : { ...current, updatedAt: now };
       if (entry !== undefined) await tx.putEntry(entry);
-      const runId = spec.runId ?? timeOrderedId();
+      const preferred = spec.preferredRunId;
+      const runId =
+        spec.runId ??
+        (preferred !== undefined && (await tx.getRun(preferred)) === undefined ? preferred : timeOrderedId());
       const input = await tx.appendMessage(spec.sessionKey, { ...spec.input, runId });
       const run: RunRecord = {
         runId,
         sessionKey: spec.sessionKey,
-        agentId: parseSessionKey(spec.sessionKey)?.agentId ?? "main",
+        agentId: agentIdOfKey(spec.sessionKey) ?? "main",
         kind: spec.kind,
         status: startsNow ? "running" : "queued",
         createdAt: now,
@@ -74,7 +77,7 @@ export async function startRun(
     });
     if (created.input === undefined) return { run: created.run, created: false };
     schedule(ctx, spec, created.run, created.input, created.entry);
-    if (created.entry !== undefined)
+    if (created.entry !== undefined && ctx.listening?.() !== false)
       ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: "updated" });
     return { run: created.run, created: true };
   };
@@ -92,10 +95,10 @@ function schedule(
   input: StoredMessage,
   entry: StoredEntry | undefined,
 ): void {
-  const controller = ctx.runs.register(run);
+  const control = ctx.runs.register(run);
   ctx.onRunCreated?.(run);
   const known = run.status === "running" && ctx.cluster === undefined ? { entry } : undefined;
-  const execute = () => executeRun(ctx, run, spec, input, controller, known);
+  const execute = () => executeRun(ctx, run, spec, input, control, known);
   // Several gateways on one store: the session's lane also holds across them (a lease per lane).
   const cluster = ctx.cluster;
   ctx.tasks.track(

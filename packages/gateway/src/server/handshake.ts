@@ -1,6 +1,7 @@
 import {
   ConnectParamsSchema,
   defaultAgentId,
+  dmScopeCapability,
   GATEWAY_CAPABILITIES,
   GATEWAY_EVENTS,
   GATEWAY_METHODS,
@@ -26,7 +27,8 @@ export interface HandshakeDeps {
 /**
  * `hello-ok`, shaped to pass OpenClaw's `HelloOkSchema` (closed objects: nothing beyond its fields). We track no
  * presence and no health history: `presence` is empty, `health` says ok now, `stateVersion` stays at 0, and
- * `uptimeMs` is the process's uptime. Our extensions are named in `features.capabilities`.
+ * `uptimeMs` is the process's uptime. Our extensions are named in `features.capabilities`, and so is
+ * `session.dmScope` (`session.dmScope=<scope>`), which neither OpenClaw schema has a field for.
  */
 function hello(deps: HandshakeDeps, conn: Connection, role: string): HelloOk {
   const { config } = deps;
@@ -42,7 +44,7 @@ function hello(deps: HandshakeDeps, conn: Connection, role: string): HelloOk {
         ? {
             methods: [...GATEWAY_METHODS],
             events: [...GATEWAY_EVENTS],
-            capabilities: [...GATEWAY_CAPABILITIES],
+            capabilities: [...GATEWAY_CAPABILITIES, dmScopeCapability(config.session.dmScope)],
           }
         : { methods: ["sessions.tools.call"], events: ["connect.challenge", "tick", "shutdown"] },
     snapshot: {

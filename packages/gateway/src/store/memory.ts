@@ -167,6 +167,14 @@ export function createMemoryStore(): SessionStore {
       set(runs, run.runId, clone(run));
       units.emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
     },
+    endRun(run, owner) {
+      const stored = runs.get(run.runId);
+      if (stored === undefined || (stored.status !== "queued" && stored.status !== "running")) return false;
+      if (stored.owner !== owner) return false;
+      set(runs, run.runId, clone(run));
+      units.emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
+      return true;
+    },
     getRun(runId) {
       const run = runs.get(runId);
       return run === undefined ? undefined : clone(run);
@@ -194,6 +202,14 @@ export function createMemoryStore(): SessionStore {
       set(deliveries, record.id, clone(record));
       set(deliveryByKey, record.idempotencyKey, record.id);
       units.emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+    },
+    finishDelivery(record, owner) {
+      const stored = deliveries.get(record.id);
+      if (stored === undefined || stored.status !== "queued") return false;
+      if (stored.leaseOwner !== undefined && stored.leaseOwner !== owner) return false;
+      set(deliveries, record.id, clone(record));
+      units.emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+      return true;
     },
     getDelivery(id) {
       const record = deliveries.get(id);
@@ -331,6 +347,7 @@ export function createMemoryStore(): SessionStore {
 
   // Nothing to save by committing units together: each is its own transaction, reads wait between them.
   const units = createUnitCoordinator(hooks, core, { groupCommit: false });
+  const subscribers = new Set<(message: unknown) => void>();
   const always = () => {};
   return {
     kind: "memory",
@@ -338,6 +355,21 @@ export function createMemoryStore(): SessionStore {
     ...units.guard(leaseOps, LEASE_WRITES, always),
     transaction: (work) => units.transaction(work),
     watch: (listener) => units.watch(listener),
+    // Shared by gateways only inside one process (tests): messages go to every subscriber, in order.
+    publish(message) {
+      for (const listener of [...subscribers]) {
+        try {
+          listener(structuredClone(message));
+        } catch {
+          // A subscriber's bug is its own.
+        }
+      }
+    },
+    subscribe(listener) {
+      const own = (message: unknown) => listener(message);
+      subscribers.add(own);
+      return () => void subscribers.delete(own);
+    },
     close: () => units.drain(),
   };
 }

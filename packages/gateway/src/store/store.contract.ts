@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { delivery, entry, run } from "./contract-records.js";
+import { describeFencingContract } from "./store-fencing.contract.js";
 import { describeUnitOfWorkContract } from "./store-units.contract.js";
 import type { DeliveryRecord, RunRecord, SessionStore, StoredEntry, SubagentRecord } from "./types.js";
 
@@ -253,5 +254,6 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
     });
 
     describeUnitOfWorkContract(open);
+    describeFencingContract(open);
   });
 }

@@ -238,6 +238,12 @@ export interface StoreOps {
 
   /** Creates or replaces a run. */
   putRun(run: RunRecord): Promise<void>;
+  /**
+   * Records a run's end, only while the stored run is still under way (`queued` or `running`) and `owner`'s:
+   * false, and nothing written, when it has ended already (another gateway recovered it while this one stalled)
+   * or changed hands. The fence that keeps a gateway waking from a pause from overwriting that end.
+   */
+  endRun(run: RunRecord, owner: string | undefined): Promise<boolean>;
   /** A run by id, if any. */
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** The run an idempotency key already started, if any. */
@@ -251,6 +257,11 @@ export interface StoreOps {
   enqueueDelivery(record: DeliveryRecord): Promise<{ record: DeliveryRecord; created: boolean }>;
   /** Replaces an outbox record. */
   putDelivery(record: DeliveryRecord): Promise<void>;
+  /**
+   * Records an attempt's outcome, only while the stored delivery is still `queued` and claimed by `owner` or by
+   * no one: false, and nothing written, when another gateway has claimed it since (this one's claim lapsed).
+   */
+  finishDelivery(record: DeliveryRecord, owner: string): Promise<boolean>;
   /** An outbox record by id, if any. */
   getDelivery(id: string): Promise<DeliveryRecord | undefined>;
   /** Outbox records matching the query. */
@@ -305,7 +316,8 @@ export interface SessionStore extends StoreOps {
    * Runs `work` as one transaction: every write through `tx` commits together, or none does if `work` throws.
    * Other callers never see a half-done unit: they wait for it, or read the committed state. Calls on the store
    * itself from inside `work` join the unit instead of waiting for it; a nested `transaction` is a savepoint
-   * (a throw out of it undoes only its own writes). Transactions on one store run one at a time.
+   * (a throw out of it undoes only its own writes). Whether units run one at a time (SQLite, memory) or side by
+   * side (Postgres, where units touching the same record take turns) is the store's business.
    */
   transaction<T>(work: (tx: StoreOps) => Promise<T>): Promise<T>;
   /**
@@ -313,6 +325,16 @@ export interface SessionStore extends StoreOps {
    * A listener that throws is ignored: the write stands and the other listeners still hear of it.
    */
   watch(listener: (change: StoreChange) => void): () => void;
+  /**
+   * Optional, for stores several processes share: sends a JSON-serialisable `message` to every `subscribe`
+   * listener of every process on the store (this process's own at once, possibly the object itself: treat what
+   * you hear as read-only). Not stored: at most once, heard only by whoever listens at that moment; messages one
+   * process publishes arrive in the order it published them. Gateways use it to stream run events to clients
+   * connected elsewhere. Stores for one process leave it out.
+   */
+  publish?(message: unknown): void;
+  /** Hears what `publish` sends (see there); returns the unsubscribe. Present exactly when `publish` is. */
+  subscribe?(listener: (message: unknown) => void): () => void;
 
   /** Takes `name` if it is free, expired, or already `owner`'s (then it is renewed); else reports the holder. */
   acquireLease(input: AcquireLease): Promise<AcquireLeaseResult>;
@@ -340,8 +362,10 @@ export const STORE_WRITES = [
   "deleteEntry",
   "appendMessage",
   "putRun",
+  "endRun",
   "enqueueDelivery",
   "putDelivery",
+  "finishDelivery",
   "putRoute",
   "putSubagent",
   "putThreadBinding",

@@ -26,6 +26,22 @@ export interface UnitHooks {
   rollbackToSavepoint(depth: number): void;
   /** False once the open transaction is gone (SQLite rolls a whole transaction back after some errors). */
   intact(): boolean;
+  /**
+   * Undo without savepoints: a store that logs the writes of the open transaction can take a unit's writes back
+   * by rolling the transaction back and doing the earlier units' writes again. Units then cost no savepoint (no
+   * statement journal) unless one fails. Without it, each unit after the first is a savepoint.
+   */
+  redo?: RedoHooks | undefined;
+}
+
+export interface RedoHooks {
+  /** Where the open transaction's write log stands now (before a unit starts). */
+  mark(): number;
+  /**
+   * Rolls the open transaction back (or finds it gone) and opens a new one holding the writes logged before
+   * `mark` again; throws when it cannot (then nothing of the transaction is left).
+   */
+  undo(mark: number): void;
 }
 
 export interface UnitOptions {
@@ -67,11 +83,11 @@ function truncate(batch: Batch, mark: Mark): void {
 interface Unit {
   readonly batch: Batch;
   /** The depth-1 unit this one belongs to (itself for a unit). */
-  readonly top: Unit;
+  top: Unit;
   readonly depth: number;
   done: boolean;
-  /** Nested units of this one run one after another (savepoints are a stack). */
-  tail: Promise<void>;
+  /** Nested units of this one run one after another (savepoints are a stack): the last one's end. */
+  tail: Promise<void> | undefined;
 }
 
 interface Job {
@@ -122,6 +138,7 @@ export function createUnitCoordinator(
   const maxUnits = options.groupCommit ? Math.max(1, options.maxUnits ?? 1000) : 1;
   const maxOpenMs = options.maxOpenMs ?? 20;
   const reader = options.reader;
+  const redo = hooks.redo;
 
   let open: Batch | undefined;
   let running: Unit | undefined;
@@ -192,7 +209,7 @@ export function createUnitCoordinator(
         top,
         depth: parent.depth + 1,
         done: false,
-        tail: Promise.resolve(),
+        tail: undefined,
       };
       const mark = markOf(parent.batch);
       hooks.savepoint(unit.depth);
@@ -247,25 +264,34 @@ export function createUnitCoordinator(
   }
 
   function newUnit(batch: Batch): Unit {
-    const unit: Unit = {
-      batch,
-      get top() {
-        return unit;
-      },
-      depth: 1,
-      done: false,
-      tail: Promise.resolve(),
-    };
+    const unit: Unit = { batch, top: undefined as unknown as Unit, depth: 1, done: false, tail: undefined };
+    unit.top = unit;
     return unit;
   }
 
   /**
-   * After a unit threw: undo it alone (back to its savepoint), or say the whole transaction is gone when the
-   * unit had no savepoint (it was the first in the transaction, so nothing else is lost) or SQLite dropped it.
+   * After a unit threw: undo it alone (by redoing the units before it, or back to its savepoint), or say the
+   * whole transaction is gone when the unit had no savepoint (it was the first in the transaction, so nothing
+   * else is lost), SQLite dropped it, or the redo failed.
    */
-  function undoUnit(batch: Batch, job: Job, mark: Mark, guarded: boolean, error: unknown): unknown {
+  function undoUnit(
+    batch: Batch,
+    job: Job,
+    mark: Mark,
+    guarded: boolean,
+    error: unknown,
+    redoMark: number,
+  ): unknown {
     truncate(batch, mark);
     job.reject(error);
+    if (redo !== undefined) {
+      try {
+        redo.undo(redoMark);
+        return undefined;
+      } catch (redoError) {
+        return redoError;
+      }
+    }
     if (!guarded || !hooks.intact()) return error;
     try {
       hooks.rollbackToSavepoint(1);
@@ -277,44 +303,46 @@ export function createUnitCoordinator(
 
   /** A store call made outside any unit, as a unit of its own (synchronous); returns an error if it lost the transaction. */
   function runOp(batch: Batch, job: Job, finished: Finished): unknown {
-    const guarded = finished.length > 0;
+    const savepoint = redo === undefined && finished.length > 0;
     const mark = markOf(batch);
+    const redoMark = redo === undefined ? 0 : redo.mark();
     const unit = newUnit(batch);
     try {
-      if (guarded) hooks.savepoint(1);
+      if (savepoint) hooks.savepoint(1);
       running = unit;
       const result = (job.op as () => unknown)();
       unit.done = true;
       running = undefined;
-      if (guarded) hooks.releaseSavepoint(1);
+      if (savepoint) hooks.releaseSavepoint(1);
       finished.push({ job, result });
       return undefined;
     } catch (error) {
       unit.done = true;
       running = undefined;
-      return undoUnit(batch, job, mark, guarded, error);
+      return undoUnit(batch, job, mark, savepoint, error, redoMark);
     }
   }
 
   /** A `transaction` as a unit of the open transaction; returns an error if it lost the transaction. */
   async function runWork(batch: Batch, job: Job, finished: Finished): Promise<unknown> {
-    const guarded = finished.length > 0;
+    const savepoint = redo === undefined && finished.length > 0;
     const mark = markOf(batch);
+    const redoMark = redo === undefined ? 0 : redo.mark();
     const unit = newUnit(batch);
     try {
-      if (guarded) hooks.savepoint(1);
+      if (savepoint) hooks.savepoint(1);
       running = unit;
       const work = job.work as (tx: StoreOps) => Promise<unknown>;
       const result = await context.run(unit, () => work(txOps(unit)));
       unit.done = true;
       running = undefined;
-      if (guarded) hooks.releaseSavepoint(1);
+      if (savepoint) hooks.releaseSavepoint(1);
       finished.push({ job, result });
       return undefined;
     } catch (error) {
       unit.done = true;
       running = undefined;
-      return undoUnit(batch, job, mark, guarded, error);
+      return undoUnit(batch, job, mark, savepoint, error, redoMark);
     }
   }
 
@@ -370,9 +398,9 @@ export function createUnitCoordinator(
     for (const { job, result } of finished) job.resolve(result);
   }
 
-  function submit<T>(job: Omit<Job, "resolve" | "reject">): Promise<T> {
+  function submit<T>(work: Job["work"], op: Job["op"]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      enqueue({ ...job, resolve: resolve as (value: unknown) => void, reject });
+      enqueue({ work, op, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
@@ -382,10 +410,10 @@ export function createUnitCoordinator(
     transaction<T>(work: (tx: StoreOps) => Promise<T>): Promise<T> {
       const parent = joined();
       if (parent !== undefined) return nested(parent, work);
-      return submit<T>({ work: work as (tx: StoreOps) => Promise<unknown> });
+      return submit<T>(work as (tx: StoreOps) => Promise<unknown>, undefined);
     },
     write<T>(fn: () => T): Promise<T> {
-      return submit<T>({ op: fn });
+      return submit<T>(undefined, fn);
     },
     emit(change) {
       if (open !== undefined && running !== undefined) open.changes.push(change);
@@ -416,11 +444,9 @@ export function createUnitCoordinator(
                 return Promise.reject(error);
               }
             }
-            return submit({
-              op: () => {
-                check();
-                return fn(...args);
-              },
+            return submit(undefined, () => {
+              check();
+              return fn(...args);
             });
           };
         } else if (read !== undefined) {

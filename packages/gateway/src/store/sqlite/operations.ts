@@ -16,6 +16,9 @@ import type {
 } from "../types.js";
 import type { SyncStoreOps } from "../unit-of-work.js";
 import type { ListStatements, Statements } from "./statements.js";
+import { copyJson } from "./transcript-tails.js";
+import type { WriteLog, WriteMethod } from "./unit-hooks.js";
+import { WriterCache } from "./writer-cache.js";
 
 type Row = { data: string };
 type LeaseRow = { name: string; owner: string; acquired_at: number; expires_at: number; data: string | null };
@@ -54,6 +57,35 @@ export interface OperationEvents {
   emit(change: StoreChange): void;
   appended?(sessionKey: string, message: StoredMessage, size: number): void;
   transcriptDeleted?(sessionKey: string): void;
+  /** An entry written (as stored; never to be changed), or deleted. */
+  entryPut?(entry: StoredEntry): void;
+  entryDeleted?(key: string): void;
+}
+
+/**
+ * The same statements, those that write (as SQLite says: not read-only) logging each successful call to `log`.
+ * Transaction control is the unit hooks' business, never logged.
+ */
+function loggingWrites(s: Statements, log: WriteLog): Statements {
+  const out: Record<string, unknown> = { ...s };
+  for (const [name, stmt] of Object.entries(s)) {
+    if (stmt.readonly || name === "begin" || name === "commit" || name === "rollback") continue;
+    const call = (method: WriteMethod) => {
+      const fn = (stmt[method] as (...args: unknown[]) => unknown).bind(stmt);
+      return (...args: unknown[]) => {
+        const result = fn(...args);
+        log.record(stmt, method, args);
+        return result;
+      };
+    };
+    out[name] = { run: call("run"), get: call("get"), all: call("all") };
+  }
+  return out as Statements;
+}
+
+/** Options of the writing connection's operations: its write log and cache. */
+export interface WriterOptions {
+  log: WriteLog;
 }
 
 /**
@@ -62,27 +94,46 @@ export interface OperationEvents {
  */
 export function createSqliteOperations(
   db: Database.Database,
-  s: Statements,
+  statements: Statements,
   lists: ListStatements,
   events: OperationEvents,
+  writer?: WriterOptions,
 ) {
   const { emit } = events;
+  const s = writer === undefined ? statements : loggingWrites(statements, writer.log);
+  const cache = writer === undefined ? undefined : new WriterCache();
+  const lastSeq = (sessionKey: string): number => {
+    const cached = cache?.lastSeq(sessionKey);
+    if (cached !== undefined) return cached;
+    return (s.lastSeq.get(sessionKey) as { seq: number } | undefined)?.seq ?? 0;
+  };
   const append = (sessionKey: string, message: TranscriptMessage): StoredMessage => {
-    const last = s.lastSeq.get(sessionKey) as { seq: number } | undefined;
-    const stored = { ...message, seq: (last?.seq ?? 0) + 1 } as StoredMessage;
+    const stored = { ...message, seq: lastSeq(sessionKey) + 1 } as StoredMessage;
     const data = JSON.stringify(stored);
     s.insertMessage.run(sessionKey, stored.seq, data);
+    cache?.appended(sessionKey, stored.seq);
     events.appended?.(sessionKey, stored, data.length);
     return stored;
   };
 
   const deleteEntry = (key: string, transcript: boolean) => {
     const existed = s.deleteEntry.run(key).changes > 0;
-    if (transcript) {
-      s.deleteMessages.run(key);
-      events.transcriptDeleted?.(key);
-    }
+    if (transcript) s.deleteMessages.run(key);
+    cache?.forget(key, transcript);
+    events.entryDeleted?.(key);
+    if (transcript) events.transcriptDeleted?.(key);
     return existed;
+  };
+
+  const getEntry = (key: string): StoredEntry | undefined => {
+    if (cache === undefined) return parse<StoredEntry>(s.getEntry.get(key) as Row | undefined);
+    const cached = cache.entry(key);
+    if (cached !== undefined) return cached;
+    const row = s.getEntry.get(key) as Row | undefined;
+    if (row === undefined) return undefined;
+    const entry = JSON.parse(row.data) as StoredEntry;
+    cache.readEntry(copyJson(entry));
+    return entry;
   };
 
   const enqueue = (record: DeliveryRecord) => {
@@ -107,11 +158,20 @@ export function createSqliteOperations(
   });
 
   const core: SyncStoreOps = {
-    getEntry: (key) => parse<StoredEntry>(s.getEntry.get(key) as Row | undefined),
+    getEntry,
     findEntriesBySessionId: (sessionId) =>
       parseAll<StoredEntry>(s.entriesBySessionId.all(sessionId) as Row[]),
     findEntriesByLabel: (label) => parseAll<StoredEntry>(s.entriesByLabel.all(label) as Row[]),
     putEntry(entry) {
+      // Cached with the same indexed columns (a session touched): write only what changed, the SQL way.
+      if (
+        cache?.sameColumns(entry) &&
+        s.touchEntry.run(entry.updatedAt, JSON.stringify(entry), entry.key).changes > 0
+      ) {
+        events.entryPut?.(cache.putEntry(entry));
+        emit({ type: "entry", key: entry.key, op: "put" });
+        return;
+      }
       const params = {
         key: entry.key,
         sessionId: entry.sessionId,
@@ -125,6 +185,8 @@ export function createSqliteOperations(
         data: JSON.stringify(entry),
       };
       if (s.putEntry.run(params).changes === 0) s.replaceEntry.run(params);
+      const stored = cache?.putEntry(entry);
+      if (stored !== undefined) events.entryPut?.(stored);
       emit({ type: "entry", key: entry.key, op: "put" });
     },
     deleteEntry(key, options) {
@@ -161,6 +223,19 @@ export function createSqliteOperations(
       if (s.putRun.run(params).changes === 0) s.replaceRun.run(params);
       emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
     },
+    endRun(run: RunRecord, owner: string | undefined) {
+      const ended = s.endRun.run({
+        runId: run.runId,
+        status: run.status,
+        followUpPending: run.followUp !== undefined && run.followUpDone !== true ? 1 : 0,
+        owner: run.owner ?? null,
+        expectedOwner: owner ?? null,
+        data: JSON.stringify(run),
+      });
+      if (ended.changes === 0) return false;
+      emit({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
+      return true;
+    },
     getRun: (runId) => parse<RunRecord>(s.getRun.get(runId) as Row | undefined),
     findRunByIdempotencyKey: (key) => parse<RunRecord>(s.runByKey.get(key) as Row | undefined),
     listRunsByStatus(statuses) {
@@ -178,6 +253,15 @@ export function createSqliteOperations(
     putDelivery(record) {
       s.putDelivery.run(deliveryParams(record));
       emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+    },
+    finishDelivery(record: DeliveryRecord, owner: string) {
+      // One process owns the file, and a synchronous read-then-write is not interleaved with any other.
+      const stored = parse<DeliveryRecord>(s.getDelivery.get(record.id) as Row | undefined);
+      if (stored === undefined || stored.status !== "queued") return false;
+      if (stored.leaseOwner !== undefined && stored.leaseOwner !== owner) return false;
+      s.putDelivery.run(deliveryParams(record));
+      emit({ type: "delivery", id: record.id, sessionKey: record.sessionKey, status: record.status });
+      return true;
     },
     getDelivery: (id) => parse<DeliveryRecord>(s.getDelivery.get(id) as Row | undefined),
     listDeliveries(query) {
@@ -234,7 +318,16 @@ export function createSqliteOperations(
   };
 
   const leases = {
-    acquireLease: (input: AcquireLease): AcquireLeaseResult => acquire.immediate(input),
+    acquireLease(input: AcquireLease): AcquireLeaseResult {
+      // Its own savepoint inside an open transaction: when that rolls back, so must the log.
+      const mark = writer?.log.mark() ?? 0;
+      try {
+        return acquire.immediate(input);
+      } catch (error) {
+        writer?.log.truncate(mark);
+        throw error;
+      }
+    },
     renewLease: (name: string, owner: string, ttlMs: number, now: number): boolean =>
       s.renewLease.run(now + ttlMs, name, owner).changes > 0,
     releaseLease: (name: string, owner: string): boolean => s.releaseLease.run(name, owner).changes > 0,
@@ -263,5 +356,8 @@ export function createSqliteOperations(
     return rows.map((row) => ({ message: JSON.parse(row.data) as StoredMessage, size: row.data.length }));
   };
 
-  return { core, leases, tail };
+  /** The connection's state moved back (rollback): what the cache holds may be gone. */
+  const reset = () => cache?.clear();
+
+  return { core, leases, tail, reset };
 }

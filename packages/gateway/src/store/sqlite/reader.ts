@@ -1,8 +1,10 @@
 import Database from "better-sqlite3";
-import type { StoredMessage } from "../types.js";
+import type { LentMessages } from "../history.js";
+import type { StoredEntry, StoredMessage } from "../types.js";
 import { createSqliteOperations } from "./operations.js";
 import { createListStatements, prepareStatements } from "./statements.js";
-import type { TranscriptTails } from "./transcript-tails.js";
+import { copyJson, copyMessages, type TranscriptTails } from "./transcript-tails.js";
+import type { CommittedEntries } from "./writer-cache.js";
 
 export interface Reader {
   /** The read operations, on committed state. */
@@ -13,10 +15,10 @@ export interface Reader {
 
 /**
  * The reads of a SQLite store outside its units of work: a second, read-only connection (WAL lets it read
- * committed state while the writer's transaction is open), and transcript reads served from the committed
- * tails kept in memory when they hold the asked-for messages.
+ * committed state while the writer's transaction is open), and transcript and entry reads served from the
+ * committed tails and entries kept in memory when they hold what is asked for.
  */
-export function openReader(file: string, tails: TranscriptTails): Reader {
+export function openReader(file: string, tails: TranscriptTails, entries: CommittedEntries): Reader {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     db.pragma("busy_timeout = 5000");
@@ -28,8 +30,29 @@ export function openReader(file: string, tails: TranscriptTails): Reader {
       return tails.read(key, options.limit, options.beforeSeq) ?? ops.core.readMessages(key, options);
     };
     const countMessages = (key: string): number => tails.count(key) ?? ops.core.countMessages(key);
+    const getEntry = (key: string): StoredEntry | undefined => {
+      const cached = entries.get(key);
+      if (cached !== undefined) return cached;
+      const entry = ops.core.getEntry(key);
+      if (entry !== undefined) entries.read(copyJson(entry));
+      return entry;
+    };
+    const lendMessages = (key: string, options: { limit: number; beforeSeq?: number }): LentMessages => {
+      if (!tails.has(key)) tails.fill(key, ops.tail(key, tails.perSession));
+      const lent = tails.lend(key, options.limit, options.beforeSeq);
+      if (lent !== undefined) return () => copyMessages(lent);
+      const read = ops.core.readMessages(key, options);
+      return () => copyMessages(read);
+    };
     return {
-      ops: { ...ops.core, ...ops.leases, readMessages, countMessages } as Reader["ops"],
+      ops: {
+        ...ops.core,
+        ...ops.leases,
+        readMessages,
+        countMessages,
+        getEntry,
+        lendMessages,
+      } as Reader["ops"],
       statementCount: () => Object.keys(s).length + lists.size(),
       close: () => db.close(),
     };

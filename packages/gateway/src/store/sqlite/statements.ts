@@ -19,6 +19,8 @@ const SQL = {
          AND entries.kind = excluded.kind AND entries.spawned_by IS excluded.spawned_by
          AND entries.label IS excluded.label AND entries.display_name IS excluded.display_name
          AND entries.archived = excluded.archived`,
+  // The common write of an entry the writer has cached: only `updated_at` and the record change.
+  touchEntry: "UPDATE entries SET updated_at = ?, data = ? WHERE key = ?",
   replaceEntry: `UPDATE entries SET session_id = @sessionId, agent_id = @agentId, kind = @kind, updated_at = @updatedAt,
          spawned_by = @spawnedBy, label = @label, display_name = @displayName, archived = @archived, data = @data
        WHERE key = @key`,
@@ -40,6 +42,9 @@ const SQL = {
   replaceRun: `UPDATE runs SET status = @status, idempotency_key = @idempotencyKey, follow_up_pending = @followUpPending,
          owner = @owner, data = @data
        WHERE run_id = @runId`,
+  // The end of a run, fenced: written only while the run is under way and still the caller's.
+  endRun: `UPDATE runs SET status = @status, follow_up_pending = @followUpPending, owner = @owner, data = @data
+       WHERE run_id = @runId AND status IN ('queued', 'running') AND owner IS @expectedOwner`,
   getRun: "SELECT data FROM runs WHERE run_id = ?",
   runByKey: "SELECT data FROM runs WHERE idempotency_key = ?",
   // One JSON array parameter, whatever the number of statuses: the SQL text never depends on it.

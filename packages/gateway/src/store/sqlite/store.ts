@@ -2,18 +2,20 @@ import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { SessionsError } from "@sessions/core";
 import Database from "better-sqlite3";
+import { LEND_MESSAGES, type LendsMessages, type LentMessages } from "../history.js";
 import { holderGone } from "../lease-liveness.js";
-import { LEASE_WRITES, type Lease, type SessionStore, STORE_WRITES, type StoredMessage } from "../types.js";
+import { LEASE_WRITES, type Lease, type SessionStore, STORE_WRITES } from "../types.js";
 import { createUnitCoordinator } from "../unit-of-work.js";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.js";
-import { createSqliteOperations } from "./operations.js";
+import { createSqliteOperations, type OperationEvents } from "./operations.js";
 import { claimFileOwnership, type FileOwnership, inUseError, OWNER_LEASE } from "./ownership.js";
 import { openReader, type Reader } from "./reader.js";
 import { assertKnownVersion, migrate, schemaVersion } from "./schema.js";
 import { createListStatements, prepareStatements } from "./statements.js";
-import { copyJson, TranscriptTails } from "./transcript-tails.js";
+import { copyJson, copyMessages, TranscriptTails } from "./transcript-tails.js";
 import { sqliteUnitHooks } from "./unit-hooks.js";
 import { withWriteErrors } from "./write-errors.js";
+import { CommittedEntries } from "./writer-cache.js";
 
 /** Options of `createSqliteStore`. */
 export interface SqliteStoreOptions {
@@ -55,7 +57,7 @@ function openDatabase(file: string, options: SqliteStoreOptions): Database.Datab
     db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
     db.pragma("busy_timeout = 5000");
     db.pragma("foreign_keys = OFF");
-    // A unit is a savepoint: keep its undo pages (the statement journal) in memory, not in a temporary file.
+    // Nested units are savepoints: keep their undo pages (the statement journal) in memory, not in a temporary file.
     db.pragma("temp_store = MEMORY");
     // Keep the WAL file from staying at its largest size after a burst (it is reset once checkpointed).
     db.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
@@ -89,10 +91,11 @@ function assertFileFree(db: Database.Database, file: string): void {
 
 /**
  * The default store: one SQLite file (WAL) holding entries, transcripts, runs, the outbox, routes, sub-agents
- * and leases, owned by one process at a time. Units of work run one at a time on the writing connection, each a
- * savepoint inside `BEGIN IMMEDIATE` … `COMMIT`; units that queue up meanwhile share that transaction (group
- * commit), and each caller hears back only after the COMMIT. Reads outside a unit while a transaction is open use
- * a second, read-only connection that sees committed state, so they never wait for it.
+ * and leases, owned by one process at a time. Units of work run one at a time on the writing connection inside
+ * `BEGIN IMMEDIATE` … `COMMIT`; units that queue up meanwhile share that transaction (group commit; one that
+ * throws is undone by redoing the others' logged writes), and each caller hears back only after the COMMIT. Reads
+ * outside a unit while a transaction is open use a second, read-only connection that sees committed state, so
+ * they never wait for it.
  */
 export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
   if (typeof options?.path !== "string" || options.path.trim() === "") {
@@ -120,42 +123,54 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         db.pragma(`max_page_count = ${Math.floor(options.maxPageCount)}`);
       const s = prepareStatements(db);
       const lists = createListStatements(db);
-      // Committed transcript tails for the reader, kept in step after each commit (appends extend them,
-      // deletions drop them). An in-memory database has no reader, so no tails either.
+      // Committed transcript tails and entries for the reader, kept in step after each commit (appends extend
+      // the tails, writes replace entries, deletions drop them). An in-memory database has no reader, so no
+      // committed caches either.
       const tails = file === ":memory:" ? undefined : new TranscriptTails();
-      const ops = createSqliteOperations(db, s, lists, {
-        emit: (change) => coordinator.emit(change),
-        ...(tails === undefined
-          ? {}
-          : {
-              appended: (key: string, message: StoredMessage, size: number) => {
-                const copy = copyJson(message);
-                coordinator.afterCommit(() => tails.append(key, copy, size));
-              },
-              transcriptDeleted: (key: string) => coordinator.afterCommit(() => tails.forget(key)),
-            }),
-      });
+      const entries = file === ":memory:" ? undefined : new CommittedEntries();
+      const hooks = sqliteUnitHooks(
+        db,
+        s,
+        file,
+        (units) => {
+          const before = committedUnits;
+          committedUnits += units;
+          const due = before < BACKGROUND_CHECKPOINTS_AFTER && committedUnits >= BACKGROUND_CHECKPOINTS_AFTER;
+          if (due && file !== ":memory:" && !closed) {
+            checkpointer = startCheckpointer(file, options.synchronous === "full" ? "FULL" : "NORMAL");
+            // The writer still checkpoints on its own should the WAL outgrow this (the worker stalled or failed).
+            if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+          }
+        },
+        () => ops.reset(),
+      );
+      const events: OperationEvents = { emit: (change) => coordinator.emit(change) };
+      if (tails !== undefined && entries !== undefined) {
+        events.appended = (key, message, size) => {
+          const copy = copyJson(message);
+          coordinator.afterCommit(() => tails.append(key, copy, size));
+        };
+        events.transcriptDeleted = (key) => coordinator.afterCommit(() => tails.forget(key));
+        events.entryPut = (entry) => coordinator.afterCommit(() => entries.set(entry));
+        events.entryDeleted = (key) => coordinator.afterCommit(() => entries.forget(key));
+      }
+      const ops = createSqliteOperations(db, s, lists, events, { log: hooks.log });
       const core = withWriteErrors(ops.core, STORE_WRITES, file);
       const leases = withWriteErrors(ops.leases, LEASE_WRITES, file);
       // Reads outside a unit while a transaction is open use a second, read-only connection: it sees committed
       // state only, so they never wait for the open transaction (an in-memory database has no second connection:
-      // reads wait instead). Transcript reads go to it always: it serves them from the tails in memory.
-      if (tails !== undefined) reader = openReader(file, tails);
-      const hooks = sqliteUnitHooks(db, s, file, (units) => {
-        const before = committedUnits;
-        committedUnits += units;
-        const due = before < BACKGROUND_CHECKPOINTS_AFTER && committedUnits >= BACKGROUND_CHECKPOINTS_AFTER;
-        if (due && file !== ":memory:" && !closed) {
-          checkpointer = startCheckpointer(file, options.synchronous === "full" ? "FULL" : "NORMAL");
-          // The writer still checkpoints on its own should the WAL outgrow this (the worker stalled or failed).
-          if (checkpointer !== undefined) db.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
-        }
-      });
+      // reads wait instead). Transcript reads go to it always: it serves them from the tails in memory. Entry
+      // reads go to it only while a transaction is open (its committed entries, else its SQL); with none open,
+      // the writer's cache and warm pages serve them.
+      if (tails !== undefined && entries !== undefined) reader = openReader(file, tails, entries);
       const coordinator = createUnitCoordinator(hooks, core, {
         groupCommit: true,
         ...(reader === undefined
           ? {}
-          : { reader: reader.ops, readerAlways: ["readMessages", "countMessages"] }),
+          : {
+              reader: reader.ops,
+              readerAlways: ["readMessages", "countMessages", "lendMessages"],
+            }),
       });
       if (file !== ":memory:") {
         ownership = claimFileOwnership(file, leases, (beat) => {
@@ -167,7 +182,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         });
       }
       const statementCount = () => Object.keys(s).length + lists.size() + (reader?.statementCount() ?? 0);
-      return { coordinator, core, leases, statementCount };
+      const history = {
+        lendMessages(key: string, options: { limit: number; beforeSeq?: number | undefined }): LentMessages {
+          const read = core.readMessages(key, options);
+          return () => copyMessages(read);
+        },
+      };
+      return { coordinator, core, leases, history, statementCount };
     } catch (error) {
       reader?.close();
       db.close();
@@ -182,15 +203,20 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
   };
   const { coordinator } = units;
 
-  const store: SessionStore = {
+  const store: SessionStore & LendsMessages = {
     kind: "sqlite",
     transcriptPath(sessionId) {
       return file === ":memory:" ? undefined : `${join(dirname(file), "transcripts", sessionId)}.jsonl`;
     },
     ...coordinator.guard(units.core, STORE_WRITES, check),
     ...coordinator.guard(units.leases, LEASE_WRITES, check),
-    async transaction(work) {
-      check();
+    [LEND_MESSAGES]: coordinator.guard(units.history, [], check).lendMessages,
+    transaction(work) {
+      try {
+        check();
+      } catch (error) {
+        return Promise.reject(error);
+      }
       return coordinator.transaction(work);
     },
     watch: (listener) => coordinator.watch(listener),

@@ -92,6 +92,23 @@ export class TranscriptTails {
     return out;
   }
 
+  /**
+   * Like `read`, but lends the cached messages themselves (they are never changed): `copyMessages` makes the
+   * copies a reader may keep.
+   */
+  lend(key: string, limit: number, beforeSeq?: number): StoredMessage[] | undefined {
+    const tail = this.tails.get(key);
+    if (tail === undefined) return undefined;
+    this.tails.delete(key);
+    this.tails.set(key, tail);
+    const end = Math.min(beforeSeq === undefined ? tail.last : beforeSeq - 1, tail.last);
+    if (limit <= 0 || end < 1) return [];
+    const start = Math.max(1, end - limit + 1);
+    const first = tail.last - tail.messages.length + 1;
+    if (start < first) return undefined;
+    return tail.messages.slice(start - first, end - first + 1);
+  }
+
   /** Caches a session's newest messages as just read from committed state (`last` 0: an empty transcript). */
   fill(key: string, messages: { message: StoredMessage; size: number }[]): void {
     this.forget(key);
@@ -163,4 +180,11 @@ export class TranscriptTails {
       this.forget(oldest.value);
     }
   }
+}
+
+/** Copies of lent messages (see `TranscriptTails.lend`). */
+export function copyMessages(messages: readonly StoredMessage[]): StoredMessage[] {
+  const out: StoredMessage[] = new Array(messages.length);
+  for (let i = 0; i < messages.length; i++) out[i] = copyJson(messages[i] as StoredMessage);
+  return out;
 }

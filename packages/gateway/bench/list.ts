@@ -1,0 +1,119 @@
+// sessions.list and the sessions_list tool over 100,000 sessions, and the entry upsert behind every touch.
+import { performance } from "node:perf_hooks";
+import type { SessionKind } from "@sessions/core";
+import { createGateway, type Gateway, type SessionStore } from "../src/index.js";
+import {
+  check,
+  measure,
+  ms,
+  note,
+  prng,
+  rows,
+  runner,
+  type Stats,
+  since,
+  TARGET,
+  verdict,
+} from "./harness.js";
+import { AGENTS, mainEntry, seedEntry } from "./seed.js";
+
+const SESSIONS = 100_000;
+const LIST_LIMIT = 200;
+const LIST_KINDS: SessionKind[] = ["group", "main"];
+const ACTIVE_MINUTES = 24 * 60;
+
+export async function listBench(operator: Gateway): Promise<void> {
+  const store = operator.store;
+  const now = Date.now();
+  const rand = prng(42);
+  let t = performance.now();
+  const batch = 1_000;
+  for (const agent of AGENTS) await store.putEntry(mainEntry(agent[0], now));
+  for (let i = 0; i < SESSIONS - AGENTS.length; i += batch) {
+    const writes: Promise<void>[] = [];
+    for (let j = i; j < Math.min(i + batch, SESSIONS - AGENTS.length); j++)
+      writes.push(store.putEntry(seedEntry(j, rand, now)));
+    await Promise.all(writes);
+  }
+  check((await store.countEntries()) === SESSIONS, `${SESSIONS} entries seeded`);
+  note(`seeded ${SESSIONS.toLocaleString("en-US")} entries through store.putEntry in ${since(t)}`);
+
+  // The operator method (no visibility) and the model-facing tool under visibility "all", with agent-to-agent
+  // on (every row visible) and off (the default: other agents' rows are filtered out after the query).
+  // One process owns a SQLite file, so these gateways borrow the operator's store (closing them keeps it open).
+  const borrowed: SessionStore = { ...store, close: async () => {} };
+  const allVisible = createGateway({
+    runner,
+    store: borrowed,
+    config: { tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } } },
+  });
+  const allNoA2a = createGateway({
+    runner,
+    store: borrowed,
+    config: { tools: { sessions: { visibility: "all" } } },
+  });
+  await Promise.all([allVisible.ready, allNoA2a.ready]);
+
+  const params = { kinds: LIST_KINDS, activeMinutes: ACTIVE_MINUTES, limit: LIST_LIMIT };
+  const listed = await operator.sessions.list(params);
+  note(
+    `sessions.list ${JSON.stringify(params)} → ${listed.count} rows, hasMore ${listed.hasMore}` +
+      ` (newest ${new Date(listed.sessions[0]?.updatedAt ?? 0).toISOString()})`,
+  );
+  check(listed.count === LIST_LIMIT, `the filter matches more than ${LIST_LIMIT} sessions`);
+  const tool =
+    (gateway: Gateway, requesterKey = "agent:main:main") =>
+    () =>
+      gateway.callTool(requesterKey, "sessions_list", params);
+  const viaTool = (await tool(allVisible)()) as { count: number };
+  const viaToolNoA2a = (await tool(allNoA2a)()) as { count: number };
+  note(`sessions_list tool → ${viaTool.count} rows (agent-to-agent on), ${viaToolNoA2a.count} (off)`);
+  check(viaTool.count === LIST_LIMIT && viaToolNoA2a.count === LIST_LIMIT, "the tool fills its limit");
+
+  t = performance.now();
+  const [method, toolAll, toolNoA2a] = (await measure(
+    [() => operator.sessions.list(params), tool(allVisible), tool(allNoA2a)],
+    { warmup: 20, iterations: 200 },
+  )) as [Stats, Stats, Stats];
+  note(`sessions.list timing: ${since(t)}`);
+  const listRow = (task: string, s: Stats, target: boolean) =>
+    rows.push({
+      task,
+      p50: ms(s.p50),
+      "p95 / total": ms(s.p95),
+      target: target ? `p50 ≤ ${TARGET.listP50Ms} ms` : "",
+      verdict: target ? verdict(s.p50 <= TARGET.listP50Ms) : "",
+    });
+  listRow("sessions.list (100k sessions, kinds + activeMinutes, limit 200)", method, true);
+  listRow('sessions_list tool (visibility "all", agentToAgent on)', toolAll, false);
+  listRow('sessions_list tool (visibility "all", agentToAgent off)', toolNoA2a, false);
+
+  // Worst case of the same call: a requester whose agent owns almost none of the matching sessions, so every
+  // matching row of the other agents is read (page by page) and filtered out after the query.
+  const lonely = tool(allNoA2a, "agent:triage:main");
+  const lonelyCount = ((await lonely()) as { count: number }).count;
+  const [toolLonely] = (await measure([lonely], { warmup: 3, iterations: 30 })) as [Stats];
+  note(`sessions_list tool as agent:triage:main (agentToAgent off) → ${lonelyCount} row(s)`);
+  listRow('sessions_list tool ("all", agentToAgent off, agent with ~no sessions)', toolLonely, false);
+
+  // The upsert behind every touch of a session (run start and end, routes, patches), into 100k entries.
+  const pick = prng(7);
+  const existing = (await store.listEntries({ limit: 5_000, offset: 20_000 })).map((e) => e.key);
+  const [upsert] = (await measure(
+    [
+      async () => {
+        const entry = await store.getEntry(existing[Math.floor(pick() * existing.length)] as string);
+        if (entry !== undefined) await store.putEntry({ ...entry, updatedAt: Date.now() });
+      },
+    ],
+    { warmup: 200, iterations: 2_000 },
+  )) as [Stats];
+  rows.push({
+    task: "store.getEntry + putEntry (touch one of 100k entries)",
+    p50: ms(upsert.p50),
+    "p95 / total": ms(upsert.p95),
+    target: "",
+    verdict: "",
+  });
+  await Promise.all([allVisible.close({ drainMs: 0 }), allNoA2a.close({ drainMs: 0 })]);
+}

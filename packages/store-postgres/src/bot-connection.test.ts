@@ -1,0 +1,132 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
+import { afterAll, describe, expect, inject, it, onTestFailed } from "vitest";
+import { eventually, freshSchema } from "./testing/helpers.js";
+
+const url = inject("postgresUrl");
+const here = dirname(fileURLToPath(import.meta.url));
+const LEASE_TTL_MS = 1500;
+const children = new Set<ChildProcess>();
+const cleanup: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const child of children) child.kill("SIGKILL");
+  for (const step of cleanup.reverse()) await step().catch(() => undefined);
+});
+
+interface BotGateway {
+  name: string;
+  child: ChildProcess;
+  log: string[];
+  /** When each of its getUpdates calls went out. */
+  polls: number[];
+  exited: Promise<void>;
+}
+
+function startGateway(name: string, schema: string, apiRoot: string, token: string): Promise<BotGateway> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(here, "testing", "telegram-gateway-process.ts")],
+      {
+        cwd: here,
+        env: {
+          ...process.env,
+          DATABASE_URL: url,
+          SCHEMA: schema,
+          NAME: name,
+          TELEGRAM_API_ROOT: apiRoot,
+          TELEGRAM_TOKEN: token,
+          LEASE_TTL_MS: String(LEASE_TTL_MS),
+          RECOVERY_MS: "250",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    children.add(child);
+    const exited = new Promise<void>((done) => child.on("exit", () => done()));
+    const gateway: BotGateway = { name, child, log: [], polls: [], exited };
+    let pending = "";
+    child.stdout?.on("data", (chunk) => {
+      gateway.log.push(String(chunk));
+      pending += String(chunk);
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) {
+        if (line === `poll ${name}`) gateway.polls.push(Date.now());
+        if (line === "ready") resolve(gateway);
+      }
+    });
+    child.stderr?.on("data", (chunk) => gateway.log.push(String(chunk)));
+    child.on("exit", (code) => reject(new Error(`${name} exited ${code}: ${gateway.log.join("")}`)));
+  });
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("a Telegram bot on several gateways sharing one Postgres", () => {
+  it("is polled by exactly one gateway, taken over after a stop and after a SIGKILL, each update handled once", async () => {
+    const fake = await createFakeTelegramApi();
+    cleanup.push(() => fake.close());
+    const schema = freshSchema("telegram");
+    const gateways = await Promise.all(
+      ["g1", "g2"].map((name) => startGateway(name, schema, fake.apiRoot, fake.token)),
+    );
+    onTestFailed(() => {
+      for (const g of gateways) process.stderr.write(`--- ${g.name}\n${g.log.join("")}\n`);
+    });
+    const polling = (since: number) => gateways.filter((g) => g.polls.some((at) => at >= since));
+    let sent = 0;
+    const send = (count: number) => {
+      for (let i = 0; i < count; i++) {
+        sent++;
+        fake.pushUpdate(telegramUpdate("private-text", { text: `m${sent}` }));
+      }
+    };
+    const answered = () => fake.callsOf("sendMessage").map((c) => String(c.params.text));
+
+    // Exactly one gateway polls.
+    await eventually(() => polling(0).length > 0);
+    send(3);
+    await eventually(() => answered().length === 3);
+    await pause(LEASE_TTL_MS);
+    send(1);
+    await eventually(() => answered().length === 4);
+    // Every poll so far, and every answer, came from one gateway.
+    expect(polling(0)).toHaveLength(1);
+    const first = polling(0)[0] as BotGateway;
+    expect(new Set(answered().map((text) => text.split(":")[0]))).toEqual(new Set([first.name]));
+
+    // A graceful stop hands the bot over at once.
+    first.child.kill("SIGTERM");
+    await first.exited;
+    const second = gateways.find((g) => g !== first) as BotGateway;
+    const stoppedAt = Date.now();
+    await eventually(() => second.polls.some((at) => at >= stoppedAt));
+    send(3);
+    await eventually(() => answered().length === 7);
+
+    // A third gateway waits; SIGKILL the holder and it takes the bot over when the lease lapses.
+    const third = await startGateway("g3", schema, fake.apiRoot, fake.token);
+    gateways.push(third);
+    await pause(LEASE_TTL_MS);
+    expect(third.polls).toEqual([]);
+    second.child.kill("SIGKILL");
+    const killedAt = Date.now();
+    send(3);
+    await eventually(() => third.polls.length > 0, 15_000);
+    await eventually(() => answered().length >= 10, 15_000);
+    process.stdout.write(
+      `telegram polling taken over ${(third.polls[0] as number) - killedAt} ms after SIGKILL\n`,
+    );
+
+    // Every update answered exactly once, by whichever gateway held the bot.
+    await pause(500);
+    const texts = answered().map((text) => text.replace(/^g\d: /, ""));
+    expect(texts.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 1}`).sort());
+    expect(polling(killedAt)).toEqual([third]);
+    third.child.kill("SIGTERM");
+    await third.exited;
+  });
+});

@@ -1,0 +1,102 @@
+import { createGateway, createScriptedRunner, type Gateway, type GatewayEvent } from "@sessions/gateway";
+import { createGatewayClient, type GatewayClient } from "@sessions/gateway-client";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { createPostgresStore } from "./store.js";
+import { eventually, freshSchema } from "./testing/helpers.js";
+
+const url = inject("postgresUrl");
+const cleanup: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+const BIG = `${"long ".repeat(4000)}ünïcødé 🎉 "quoted" \\ end`;
+/** Streams 30 deltas (one of them 20 KB, more than a NOTIFY carries), a tool call, then answers. */
+const runner = createScriptedRunner({
+  agents: {
+    main: async (turn) => {
+      for (let i = 0; i < 30; i++) {
+        turn.say(i === 15 ? BIG : `d${i} `);
+        if (i % 5 === 0) await turn.sleep(5);
+      }
+      await turn.callTool("agents_list");
+      return "the end";
+    },
+  },
+});
+
+/** Two gateways on one schema, each with its own pool and LISTEN connection, as two processes would have. */
+async function twoGateways(): Promise<[Gateway, Gateway]> {
+  const schema = freshSchema("events");
+  const gateways: Gateway[] = [];
+  for (let i = 0; i < 2; i++) {
+    const store = await createPostgresStore({ connectionString: url, schema });
+    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 1000, recoveryIntervalMs: 200 } });
+    await gateway.ready;
+    cleanup.push(() => gateway.close({ drainMs: 100 }));
+    gateways.push(gateway);
+  }
+  return gateways as [Gateway, Gateway];
+}
+
+async function clientOf(gateway: Gateway): Promise<GatewayClient> {
+  const server = await gateway.listen({ host: "127.0.0.1", port: 0 });
+  const client = createGatewayClient({ url: server.url, reconnect: false });
+  await client.ready();
+  cleanup.push(() => client.close());
+  return client;
+}
+
+type RunEvent = { type: string; runId: string; seq: number; state?: string; deltaText?: string };
+
+function collect(client: GatewayClient) {
+  const events: RunEvent[] = [];
+  for (const type of ["chat", "agent"]) {
+    client.on(type, (payload) => events.push({ type, ...(payload as Omit<RunEvent, "type">) }));
+  }
+  return events;
+}
+
+describe("run events across gateways on one Postgres", () => {
+  it("streams a run executing on A to a client subscribed on B: every delta, in order, and the final", async () => {
+    const [a, b] = await twoGateways();
+    const onB = await clientOf(b);
+    await onB.sessions.subscribe({ keys: ["main"] });
+    const seenB = collect(onB);
+    const raisedOnA: GatewayEvent[] = [];
+    a.subscribe((event) => raisedOnA.push(event));
+
+    const sent = await a.chat.send({ sessionKey: "main", message: "go", idempotencyKey: "k-stream" });
+    await eventually(() =>
+      seenB.some((e) => e.runId === sent.runId && e.type === "chat" && e.state === "final"),
+    );
+
+    const ofRun = seenB.filter((e) => e.runId === sent.runId);
+    const expected = raisedOnA
+      .filter((e) => (e.type === "chat" || e.type === "agent") && e.runId === sent.runId)
+      .map(({ type, ...payload }) => ({ type, ...payload }));
+    expect(ofRun).toHaveLength(expected.length);
+    expect(ofRun).toEqual(expected);
+    expect(ofRun.map((e) => e.seq)).toEqual(ofRun.map((_, i) => i + 1));
+    const deltas = ofRun.filter((e) => e.type === "chat" && e.state === "delta").map((e) => e.deltaText);
+    expect(deltas).toHaveLength(30);
+    expect(deltas[15]).toBe(BIG);
+    expect(ofRun.at(-1)).toMatchObject({ type: "chat", state: "final" });
+  });
+
+  it("lets a client on B follow a run under way on A with streamRun", async () => {
+    const [a, b] = await twoGateways();
+    const onA = await clientOf(a);
+    const onB = await clientOf(b);
+    // Held on A's session lane by a first run, the second run waits queued: B knows of it before it starts.
+    const first = await onA.chat.send({ sessionKey: "main", message: "one", idempotencyKey: "k-one" });
+    const second = await onA.chat.send({ sessionKey: "main", message: "two", idempotencyKey: "k-two" });
+    await eventually(async () => (await b.store.getRun(second.runId)) !== undefined);
+    const items: { type: string; payload?: { state?: string; seq?: number } }[] = [];
+    for await (const item of onB.streamRun(second.runId)) items.push(item as never);
+    expect(items.at(-1)).toMatchObject({ type: "chat", payload: { state: "final" } });
+    expect(items.filter((i) => i.type === "chat" && i.payload?.state === "delta")).toHaveLength(30);
+    expect(items.map((i) => i.payload?.seq)).toEqual(items.map((_, i) => i + 1));
+    await onA.waitRun(first.runId, { timeoutMs: 10_000 });
+  });
+});

@@ -1,0 +1,48 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** A gateway process started by `startGatewayProcess`: its name, the child, its output and its WebSocket URL. */
+export interface GatewayProcess {
+  name: string;
+  child: ChildProcess;
+  url: string;
+  log: string[];
+}
+
+/**
+ * Starts `gateway-process.ts` (a real gateway on the shared schema) as a child process and resolves once it
+ * listens. Every child started is added to `children`, for the test file to kill at the end.
+ */
+export function startGatewayProcess(
+  children: Set<ChildProcess>,
+  options: { url: string; schema: string; name: string; platformUrl: string; leaseTtlMs?: number },
+): Promise<GatewayProcess> {
+  const { name } = options;
+  return new Promise((resolve, reject) => {
+    const log: string[] = [];
+    const child = spawn(process.execPath, ["--import", "tsx", join(here, "gateway-process.ts")], {
+      cwd: here,
+      env: {
+        ...process.env,
+        DATABASE_URL: options.url,
+        SCHEMA: options.schema,
+        NAME: name,
+        PLATFORM_URL: options.platformUrl,
+        LEASE_TTL_MS: String(options.leaseTtlMs ?? 2000),
+        RECOVERY_MS: "250",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.add(child);
+    child.stdout?.on("data", (chunk) => {
+      log.push(String(chunk));
+      const match = /listening (ws:\/\/\S+)/.exec(log.join(""));
+      if (match) resolve({ name, child, url: match[1] as string, log });
+    });
+    child.stderr?.on("data", (chunk) => log.push(String(chunk)));
+    child.on("exit", (code) => reject(new Error(`${name} exited ${code}: ${log.join("")}`)));
+  });
+}

@@ -1,0 +1,41 @@
+/**
+ * One gateway process with a Telegram bot on a shared Postgres, for the bot-connection failover test: the real
+ * `createGateway` + `createPostgresStore` + `createTelegramAdapter` on a grammY bot pointed at a fake Bot API
+ * (`TELEGRAM_API_ROOT`), its polling held through `gateway.holdConnection(adapter.connection)`. Prints
+ * `ready`, then `poll <name>` for each getUpdates call it makes (the transformer sees grammY's own requests).
+ *
+ * Env: DATABASE_URL, SCHEMA, NAME, TELEGRAM_API_ROOT, TELEGRAM_TOKEN, LEASE_TTL_MS, RECOVERY_MS.
+ */
+
+import { createTelegramAdapter } from "@sessions/adapter-telegram";
+import { createGateway, messageText } from "@sessions/gateway";
+import { Bot } from "grammy";
+import { createPostgresStore } from "../store.js";
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (value === undefined) throw new Error(`${name} is required`);
+  return value;
+};
+const name = env("NAME");
+
+const bot = new Bot(env("TELEGRAM_TOKEN"), { client: { apiRoot: env("TELEGRAM_API_ROOT") } });
+bot.api.config.use((previous, method, payload, signal) => {
+  if (method === "getUpdates") process.stdout.write(`poll ${name}\n`);
+  return previous(method, payload, signal);
+});
+const adapter = createTelegramAdapter({ bot, typing: false });
+const store = await createPostgresStore({ connectionString: env("DATABASE_URL"), schema: env("SCHEMA") });
+const gateway = createGateway({
+  store,
+  adapters: [adapter],
+  runner: { run: async (request) => ({ reply: `${name}: ${messageText(request.input)}` }) },
+  cluster: { leaseTtlMs: Number(env("LEASE_TTL_MS")), recoveryIntervalMs: Number(env("RECOVERY_MS")) },
+});
+await gateway.ready;
+adapter.attach(gateway);
+gateway.holdConnection(adapter.connection);
+process.stdout.write("ready\n");
+process.on("SIGTERM", () => {
+  void gateway.close({ drainMs: 1000 }).then(() => process.exit(0));
+});
