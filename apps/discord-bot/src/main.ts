@@ -23,15 +23,15 @@ const { Guilds, GuildMessages, MessageContent, DirectMessages } = GatewayIntentB
 const intents = [Guilds, GuildMessages, MessageContent, DirectMessages];
 const rest = { rejectOnRateLimit: () => true, ...(fake ? { api: fake.restUrl } : {}) }; // 429s go to the outbox
 const client = new Client({ intents, partials: [Partials.Channel], rest });
-const adapter = createDiscordAdapter({ client });
+const adapter = createDiscordAdapter({ client, token });
 const store = fake ? createMemoryStore() : createSqliteStore({ path: ".sessions/discord-bot.db" });
 const gateway = createGateway({ store, runner, adapters: [adapter] });
 adapter.attach(gateway);
-const ready = new Promise((done) => client.once(Events.ClientReady, done));
-await client.login(token);
-await ready;
-console.log(`${client.user?.tag} is listening`);
+client.on(Events.ClientReady, (ready) => console.log(`${ready.user.tag} is listening`));
+// Instead of client.login(token): the gateway opens the socket while it holds the bot's lease (at once here).
+gateway.holdConnection(adapter.connection);
 if (fake) {
+  await new Promise((done) => client.once(Events.ClientReady, done));
   for (const [name, content] of [
     ["guild-text", "hello bot"],
     ["thread-text", "any news?"],
@@ -43,10 +43,8 @@ if (fake) {
   for (let i = 0; i < 500 && replies().length < 2; i++) await new Promise((r) => setTimeout(r, 20));
   for (const call of replies())
     console.log(`bot → ${(call.body as { content: string }).content} (${call.path})`);
-  await gateway.close();
-  await client.destroy();
+  await gateway.close(); // closes the socket it holds and gives the lease up
   await fake.close();
 } else {
-  for (const signal of ["SIGINT", "SIGTERM"] as const)
-    process.once(signal, () => void gateway.close().then(() => client.destroy()));
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void gateway.close());
 }

@@ -41,18 +41,17 @@ const store = fake
 const gateway = createGateway({ store, runner, adapters: [adapter] });
 adapter.attach(gateway);
 const prepared = new Promise<void>((done) => {
-  const onSync = (state: SyncState) => {
+  client.on(ClientEvent.Sync, (state: SyncState) => {
     if (state !== SyncState.Prepared) return;
-    client.off(ClientEvent.Sync, onSync);
+    console.log(`${userId} is listening`);
     done();
-  };
-  client.on(ClientEvent.Sync, onSync);
+  });
 });
-await client.startClient({ initialSyncLimit: 1 });
-await prepared;
-console.log(`${userId} is listening`);
+// Instead of client.startClient(): the gateway syncs while it holds the bot's lease (at once here).
+gateway.holdConnection(adapter.connection);
 
 if (fake) {
+  await prepared;
   for (const [room, name, text] of [
     [fake.rooms.dm, "dm-text", "hello bot"],
     [fake.rooms.ops, "room-text", "any news?"],
@@ -65,15 +64,13 @@ if (fake) {
   }
   for (const event of fake.sent()) console.log(`bot → ${event.content.body} (room ${event.roomId})`);
   adapter.detach();
-  client.stopClient();
-  await gateway.close();
+  await gateway.close(); // stops the sync it holds and gives the lease up
   await fake.close();
   // matrix-js-sdk leaves each request's timeout timer running (up to 110 s) after stopClient: exit explicitly.
   process.exit(0);
 } else {
   const stop = async () => {
     adapter.detach();
-    client.stopClient();
     await gateway.close();
     process.exit(0);
   };

@@ -1,8 +1,11 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { createFakeTelegramApi } from "@sessions/testing";
+import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
 import { expect, it } from "vitest";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -41,5 +44,40 @@ it("exits 1 with one clear line, instead of hanging, when the Bot API rejects th
     ]);
   } finally {
     await api.close();
+  }
+});
+
+it("stops polling and exits 0 on SIGTERM, once the gateway holding the polling has closed", async () => {
+  const api = await createFakeTelegramApi();
+  const dir = await mkdtemp(join(tmpdir(), "telegram-bot-"));
+  const child = spawn(process.execPath, ["--import", "tsx", join(here, "main.ts")], {
+    cwd: join(here, ".."),
+    env: {
+      ...process.env,
+      TELEGRAM_BOT_TOKEN: api.token,
+      TELEGRAM_API_ROOT: api.apiRoot,
+      SESSIONS_DB: join(dir, "bot.db"),
+    },
+  });
+  // A bot still polling would keep the process alive: the kill below marks that as a failure.
+  const guard = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  try {
+    let stdout = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += String(chunk);
+    });
+    const running = () => child.exitCode === null && child.signalCode === null;
+    while (running() && !stdout.includes("is listening")) await new Promise((r) => setTimeout(r, 20));
+    api.pushUpdate(telegramUpdate("private-text", { text: "still there?" }));
+    while (running() && api.callsOf("sendMessage").length === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(api.callsOf("sendMessage")[0]?.params.text).toBe("You said: still there?");
+    child.kill("SIGTERM");
+    const [code, signal] = await once(child, "exit");
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+  } finally {
+    clearTimeout(guard);
+    child.kill("SIGKILL");
+    await api.close();
+    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -10,6 +10,7 @@ import {
   createMemoryStore,
   createScriptedRunner,
   createSqliteStore,
+  type GatewayOptions,
 } from "@sessions/gateway";
 import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
 import { Bot } from "grammy";
@@ -34,13 +35,26 @@ await initTelegramBot(bot).catch((error: Error) => {
   console.error(`telegram-bot: ${error.message}`);
   process.exit(1);
 });
-const adapter = createTelegramAdapter({ bot });
+// Warnings and errors on stderr: a polling error such as 409 Conflict (another poller on this token) or a revoked
+// token. The gateway then hands the polling lease back and starts polling again after a pause.
+const print = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+  console.error(`telegram-bot ${level}: ${message}`, ...(fields === undefined ? [] : [fields]));
+const logger: NonNullable<GatewayOptions["logger"]> = {
+  debug() {},
+  info() {},
+  warn: print("warn"),
+  error: print("error"),
+  child: () => logger,
+};
+const adapter = createTelegramAdapter({ bot, logger });
 const store = fake
   ? createMemoryStore()
   : createSqliteStore({ path: process.env.SESSIONS_DB ?? ".sessions/telegram-bot.db" });
-const gateway = createGateway({ store, runner, adapters: [adapter] });
+const gateway = createGateway({ store, runner, adapters: [adapter], logger });
 adapter.attach(gateway);
-void bot.start({ onStart: (me) => console.log(`@${me.username} is listening`) });
+// Instead of bot.start(): the gateway polls while it holds the bot's lease (at once here, alone on its store).
+gateway.holdConnection(adapter.connection);
+console.log(`@${bot.botInfo.username} is listening`);
 
 if (fake) {
   for (const [name, text] of [
@@ -54,14 +68,10 @@ if (fake) {
     await new Promise((r) => setTimeout(r, 20));
   for (const call of fake.callsOf("sendMessage"))
     console.log(`bot → ${call.params.text} (chat ${call.params.chat_id})`);
-  await bot.stop();
-  await gateway.close();
+  await gateway.close(); // stops the polling it holds (confirming the updates handled) and gives the lease up
   await fake.close();
 } else {
-  const stop = async () => {
-    await bot.stop();
-    await gateway.close();
-  };
+  const stop = () => void gateway.close();
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
 }

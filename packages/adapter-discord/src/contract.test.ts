@@ -24,17 +24,20 @@ describeChannelAdapterContract("discord (discord.js + fake API)", async () => {
     chat: { channel: "discord", to: `channel:${general}` },
     threadParent: { channel: "discord", to: `channel:${general}` },
     sent: () =>
-      api.callsOf("POST", "/channels/:id/messages").map((c) => {
-        const id = c.path.split("/")[2] as string;
-        const body = c.body as { content?: string };
-        return {
-          to: `channel:${id}`,
-          ...(id === general ? {} : { threadId: id }),
-          text: String(body.content),
-        };
-      }),
-    rateLimitNextSend: (seconds) =>
-      api.failNext("POST /channels/:id/messages", 1, { status: 429, retryAfterSeconds: seconds }),
+      api
+        .callsOf("POST", "/channels/:id/messages")
+        .filter((c) => c.status === 200)
+        .map((c) => {
+          const id = c.path.split("/")[2] as string;
+          const body = c.body as { content?: string };
+          return {
+            to: `channel:${id}`,
+            ...(id === general ? {} : { threadId: id }),
+            text: String(body.content),
+          };
+        }),
+    rateLimitNextSend: (seconds, options) =>
+      api.failNext("POST /channels/:id/messages", 1, { status: 429, retryAfterSeconds: seconds }, options),
     refuseNextSend: () =>
       api.failNext("POST /channels/:id/messages", 1, {
         status: 403,

@@ -12,7 +12,7 @@ import {
   SessionsError,
   silentLogger,
 } from "@sessions/core";
-import { ChannelType, type Client, Events, type Message } from "discord.js";
+import { ChannelType, type Client, Events, type Message, Routes } from "discord.js";
 
 /** Discord's cap on one message's content. */
 export const DISCORD_MAX_MESSAGE_LENGTH = 2000;
@@ -33,6 +33,11 @@ export interface DiscordAdapterConfig {
   logger?: Logger | undefined;
   /** Auto-archive of threads the adapter creates, in minutes (default 1440). */
   threadAutoArchiveMinutes?: 60 | 1440 | 4320 | 10080 | undefined;
+  /**
+   * The bot token, for `adapter.connection` (default: the client's, e.g. from `DISCORD_TOKEN`). Given, the
+   * client's REST calls use it at once, so a gateway that does not hold the gateway socket still delivers.
+   */
+  token?: string | undefined;
 }
 
 export interface DiscordInbound extends InboundMessage {
@@ -45,6 +50,22 @@ export interface DiscordAdapter extends ChannelAdapterV1 {
   attach(gateway: InboundGateway): void;
   /** The inbound message for one Discord message, or `null` for messages the bot ignores. */
   resolveInbound(message: Message): DiscordInbound | null;
+  /**
+   * The gateway socket, for `gateway.holdConnection(adapter.connection)` in place of `client.login(token)`: then
+   * exactly one gateway of those sharing a store holds it (`discord:<accountId>`), and another logs in when that one
+   * dies. Every gateway still delivers over REST. `start` logs in; `stop` closes the socket.
+   */
+  readonly connection: {
+    /** The lease name: `discord:<accountId>`. */
+    readonly name: string;
+    /**
+     * Logs in (`client.login(token)`) and resolves once the client is ready; does nothing when it already is.
+     * Throws `SessionsError` `invalid_config` (field `token`) when the adapter has no token to log in with.
+     */
+    start(): Promise<void>;
+    /** Closes the gateway socket (`client.destroy()`); REST delivery keeps working on this gateway. */
+    stop(): Promise<void>;
+  };
 }
 
 function toSessionsError(error: unknown): SessionsError {
@@ -81,11 +102,21 @@ function toSessionsError(error: unknown): SessionsError {
   });
 }
 
-/** `channel:123` / `user:456` / `123` → what to send to. */
+/**
+ * `channel:123` / `user:456` / `123` → what to send to.
+ * @throws SessionsError `invalid_params` (field `to`) when the id is not a Discord snowflake.
+ */
 export function parseDiscordTarget(to: string): { kind: "channel" | "user"; id: string } {
-  const match = /^(channel|user):(.+)$/.exec(to.trim());
-  if (match === null) return { kind: "channel", id: to.trim() };
-  return { kind: match[1] as "channel" | "user", id: match[2] as string };
+  const trimmed = String(to ?? "").trim();
+  const match = /^(channel|user):(.*)$/.exec(trimmed);
+  const kind = (match?.[1] ?? "channel") as "channel" | "user";
+  const id = match === null ? trimmed : (match[2] as string);
+  if (!/^\d{15,21}$/.test(id)) {
+    throw new SessionsError("invalid_params", `Not a Discord channel or user id: ${JSON.stringify(to)}`, {
+      field: "to",
+    });
+  }
+  return { kind, id };
 }
 
 /** A sessions channel adapter for a discord.js client: inbound routing, chunked delivery, threads, typing. */
@@ -109,6 +140,8 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
     );
   }
   const owners = new Set((config.ownerIds ?? []).map(String));
+  const token = config.token ?? client.token ?? undefined;
+  if (config.token !== undefined) client.rest.setToken(config.token);
   const sendChunks = createChunkSender(toSessionsError);
 
   function resolveInbound(message: Message): DiscordInbound | null {
@@ -167,9 +200,26 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
     };
   }
 
+  function restTarget(channelId: string) {
+    return {
+      async send(body: { content: string; allowedMentions: { parse: [] } }): Promise<{ id: string }> {
+        const posted = (await client.rest.post(Routes.channelMessages(channelId), {
+          body: { content: body.content, allowed_mentions: body.allowedMentions },
+        })) as { id: string };
+        return { id: posted.id };
+      },
+      async sendTyping(): Promise<void> {
+        await client.rest.post(Routes.channelTyping(channelId));
+      },
+    };
+  }
+
   async function textTarget(target: DeliveryTarget) {
     const { kind, id } = parseDiscordTarget(target.to);
     if (kind === "user") return client.users.createDM(id);
+    // A gateway that does not hold the socket has no guild cache (discord.js cannot type a guild channel
+    // without its guild): it posts over REST alone.
+    if (!client.isReady()) return restTarget(target.threadId ?? id);
     const channel = await client.channels.fetch(target.threadId ?? id);
     if (channel === null || !channel.isSendable()) {
       throw new SessionsError(
@@ -242,6 +292,25 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
       await channel?.sendTyping().catch(() => undefined);
     },
     resolveInbound,
+    connection: {
+      name: `discord:${accountId}`,
+      async start() {
+        if (client.isReady()) return;
+        if (token === undefined) {
+          throw new SessionsError("invalid_config", "createDiscordAdapter: connection needs a token", {
+            field: "token",
+          });
+        }
+        const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+        await client.login(token);
+        await ready;
+      },
+      async stop() {
+        await client.destroy();
+        // destroy() forgets the token: REST delivery keeps working on this gateway.
+        if (token !== undefined) client.rest.setToken(token);
+      },
+    },
     attach(gateway) {
       client.on(Events.MessageCreate, async (message) => {
         const inbound = resolveInbound(message);

@@ -22,13 +22,18 @@ describeChannelAdapterContract("matrix (matrix-js-sdk + fake homeserver)", async
           text: String(e.content.body),
         };
       }),
-    rateLimitNextSend: (seconds) =>
-      hs.failNext("send", 1, {
-        status: 429,
-        errcode: "M_LIMIT_EXCEEDED",
-        error: "Too Many Requests",
-        retry_after_ms: seconds * 1000,
-      }),
+    rateLimitNextSend: (seconds, options) =>
+      hs.failNext(
+        "send",
+        1,
+        {
+          status: 429,
+          errcode: "M_LIMIT_EXCEEDED",
+          error: "Too Many Requests",
+          retry_after_ms: seconds * 1000,
+        },
+        options,
+      ),
     refuseNextSend: () =>
       hs.failNext("send", 1, { status: 403, errcode: "M_FORBIDDEN", error: "User not in room" }),
     close: () => hs.close(),

@@ -13,6 +13,18 @@ export interface MatrixRelation {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 
+/**
+ * Reads the `m.relates_to` of a message's content: the thread it belongs to, the event it edits or the event it
+ * replies to. Anything malformed or absent reads as "no relation"; it never throws.
+ *
+ * @example
+ * ```ts
+ * import { relationOf } from "@sessions/adapter-matrix";
+ *
+ * relationOf({ body: "hi", "m.relates_to": { rel_type: "m.thread", event_id: "$root" } });
+ * // → { relType: "m.thread", eventId: "$root" }
+ * ```
+ */
 export function relationOf(content: Record<string, unknown>): MatrixRelation {
   const relates = content["m.relates_to"];
   if (!isRecord(relates)) return {};

@@ -29,6 +29,7 @@ import { matrixRoomId, matrixThreadRoot, messageText, relationOf } from "./event
  */
 export const MATRIX_MAX_MESSAGE_LENGTH = 8000;
 
+/** What {@link createMatrixAdapter} needs: a logged-in matrix-js-sdk client and how the bot behaves in rooms. */
 export interface MatrixAdapterConfig {
   /** Your matrix-js-sdk client (`createClient({ baseUrl, accessToken, userId })`); it must know its user id. */
   client: MatrixClientLike;
@@ -60,6 +61,7 @@ export interface MatrixInbound extends InboundMessage {
   channel: "matrix";
 }
 
+/** The adapter {@link createMatrixAdapter} returns: a `ChannelAdapterV1` for the gateway plus `attach`/`detach`. */
 export interface MatrixAdapter extends ChannelAdapterV1 {
   readonly channel: "matrix";
   /** Routes the client's room messages into a gateway (`gateway.receive`) and joins invites (`autoJoin`). */
@@ -68,6 +70,23 @@ export interface MatrixAdapter extends ChannelAdapterV1 {
   detach(): void;
   /** The inbound message for one timeline event, or `null` for events the bot does not answer. */
   resolveInbound(event: MatrixEventLike, room: MatrixRoomLike | null | undefined): MatrixInbound | null;
+  /**
+   * The client's sync, for `gateway.holdConnection(adapter.connection)` in place of `client.startClient()`: then
+   * exactly one gateway of those sharing a store syncs (`matrix:<user id>`), and another starts when that one dies
+   * (messages it had handled are not answered twice: the gateway deduplicates by event id). Every gateway still
+   * delivers over the client-server API. `start` starts syncing (`initialSyncLimit` 20); `stop` stops it.
+   */
+  readonly connection: {
+    /** The lease name: `matrix:<user id>`. */
+    readonly name: string;
+    /**
+     * Starts syncing (`client.startClient({ initialSyncLimit: 20 })`). Throws `SessionsError` `invalid_config`
+     * (field `client`) when the client has no `startClient`.
+     */
+    start(): Promise<void>;
+    /** Stops syncing (`client.stopClient()`); deliveries keep working. */
+    stop(): Promise<void>;
+  };
 }
 
 /** A transaction id per chunk of an outbox item: a retried send is the same transaction, deduplicated by the server. */
@@ -75,7 +94,26 @@ function transactionId(idempotencyKey: string, chunk: number): string {
   return `sessions.${createHash("sha256").update(`${idempotencyKey}\u0000${chunk}`).digest("base64url").slice(0, 32)}`;
 }
 
-/** A sessions channel adapter for a matrix-js-sdk client: rooms, DMs and threads as sessions, chunked delivery. */
+/**
+ * A sessions channel adapter for a matrix-js-sdk client: rooms, DMs and threads as sessions, chunked delivery.
+ * Unencrypted rooms only: encrypted events are ignored and deliveries to an encrypted room fail.
+ *
+ * @throws SessionsError `invalid_config` (field `client`) when `client` is not a matrix-js-sdk client or has no user
+ * id (pass `userId` to `createClient`). Delivery failures reach the outbox as `SessionsError`s: `rate_limited` with
+ * `retryAfterMs` for `M_LIMIT_EXCEEDED`, `invalid_params` for an encrypted or unknown room, `unavailable` for network
+ * errors.
+ * @example
+ * ```ts
+ * import { createMatrixAdapter } from "@sessions/adapter-matrix";
+ * import { createClient } from "matrix-js-sdk";
+ *
+ * const client = createClient({ baseUrl: "https://matrix.example.org", accessToken, userId: "@bot:example.org" });
+ * const matrix = createMatrixAdapter({ client, autoJoin: true });
+ * const gateway = createGateway({ runner, adapters: [matrix] });
+ * matrix.attach(gateway);
+ * await client.startClient({ initialSyncLimit: 1 });
+ * ```
+ */
 export function createMatrixAdapter(config: MatrixAdapterConfig): MatrixAdapter {
   const { client } = config;
   if (client === null || typeof client !== "object" || typeof client.http?.authedRequest !== "function") {
@@ -339,6 +377,20 @@ export function createMatrixAdapter(config: MatrixAdapterConfig): MatrixAdapter 
       if (roomId !== undefined) await client.sendTyping(roomId, true, 30_000).catch(() => undefined);
     },
     resolveInbound,
+    connection: {
+      name: `matrix:${userId}`,
+      async start() {
+        if (typeof client.startClient !== "function") {
+          throw new SessionsError("invalid_config", "createMatrixAdapter: the client cannot startClient()", {
+            field: "client",
+          });
+        }
+        await client.startClient({ initialSyncLimit: 20 });
+      },
+      async stop() {
+        client.stopClient?.();
+      },
+    },
     attach(gateway) {
       if (config.ignoreEventsBefore === undefined) ignoreBefore = Date.now();
       const timeline = (

@@ -25,8 +25,8 @@ describeChannelAdapterContract("slack (bolt in Socket Mode + fake Slack)", async
         ...(m.threadTs === undefined ? {} : { threadId: m.threadTs }),
         text: unescapeMrkdwn(m.text),
       })),
-    rateLimitNextSend: (seconds) =>
-      slack.failNext("chat.postMessage", 1, { status: 429, retryAfterSeconds: seconds }),
+    rateLimitNextSend: (seconds, options) =>
+      slack.failNext("chat.postMessage", 1, { status: 429, retryAfterSeconds: seconds }, options),
     refuseNextSend: () => slack.failNext("chat.postMessage", 1, { error: "not_in_channel" }),
     async close() {
       await app.stop();

@@ -44,6 +44,20 @@ describe("resolveSlackMessage", () => {
     });
   });
 
+  it("hands other people's mentions, channel links and URLs to the agent as Slack wrote them", () => {
+    const text =
+      "<@U0BOTACME> ask <@U0BOB0001> about <https://example.com/doc?a=1&amp;b=2|the doc> in <#C0OPS0001|ops> &amp; <!here>";
+    expect(resolveSlackMessage(event({ text }), base)).toMatchObject({
+      inbound: {
+        text: "ask <@U0BOB0001> about <https://example.com/doc?a=1&b=2|the doc> in <#C0OPS0001|ops> & <!here>",
+      },
+    });
+    // The bot's own mention goes wherever it is, also with a label.
+    expect(resolveSlackMessage(event({ text: "thanks <@U0BOTACME|sessions>!" }), base)).toMatchObject({
+      inbound: { text: "thanks !" },
+    });
+  });
+
   it("maps conversation types to chat types: channel and private channel → channel, mpim → group, im → direct", () => {
     const chat = (channelType: ResolveContext["channelType"]) => {
       const r = resolveSlackMessage(event(), { ...base, channelType, senderName: "alice" });

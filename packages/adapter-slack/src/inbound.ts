@@ -24,21 +24,32 @@ export interface SlackInbound extends InboundMessage {
   accountId: string;
 }
 
+/**
+ * What `resolveSlackMessage` (and `adapter.resolveInbound`) needs to know besides the event: where it came from,
+ * who the bot is, and the adapter's settings. The adapter fills it from bolt's event context and its own config.
+ */
 export interface ResolveContext {
   /** The workspace the event came from. */
   teamId: string;
   /** The bot's user id in that workspace (mentions, own messages). */
   botUserId?: string | undefined;
+  /** `im` (direct message), `mpim` (group DM), `channel` or `group` (private channel): decides the chat type. */
   channelType: SlackChannelType;
   /** The event was an `app_mention`. */
   viaAppMention?: boolean | undefined;
   /** The message is in a thread the bot opened or was mentioned in: no mention needed there. */
   threadEngaged?: boolean | undefined;
+  /** Outside DMs, only messages that mention the bot are answered (the adapter's `requireMention`). */
   requireMention: boolean;
+  /** Slack user ids whose messages carry `isOwner` (owner-only commands such as `/send`). */
   owners: ReadonlySet<string>;
+  /** The agent that answers (default: the gateway's default agent). */
   agentId?: string | undefined;
+  /** The sender's display name (from `users.info`), for the session's display name. */
   senderName?: string | undefined;
+  /** The channel's name (from `conversations.info`), for the session's display name. */
   conversationName?: string | undefined;
+  /** The workspace's name, for the session's display name. */
   teamName?: string | undefined;
 }
 

@@ -6,11 +6,12 @@ export {
   type SlackInbound,
   type SlackMessageEvent,
 } from "./inbound.js";
-export { escapeMrkdwn, SLACK_MAX_MESSAGE_LENGTH, splitForSlack, unescapeMrkdwn } from "./mrkdwn.js";
+export { escapeMrkdwn, unescapeMrkdwn } from "./mrkdwn.js";
 export {
   createSlackAdapter,
   type SlackAdapter,
   type SlackAdapterConfig,
   slackChannelId,
 } from "./slack.js";
+export { SLACK_MAX_MESSAGE_LENGTH, splitForSlack } from "./split.js";
 export type { SlackBotToken, SlackWorkspace } from "./workspaces.js";

@@ -1,19 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { escapeMrkdwn, SLACK_MAX_MESSAGE_LENGTH, splitForSlack, unescapeMrkdwn } from "./mrkdwn.js";
+import { escapeMrkdwn, unescapeMrkdwn } from "./mrkdwn.js";
 
-const words = (text: string) => text.split(/\s+/).filter(Boolean);
-// Text heavy in the characters that grow when escaped, and in the boundaries the splitter cuts at. (Code fences,
-// which the splitter closes and reopens around a cut, have their own example below.)
-const slackish = fc.string({
-  unit: fc.constantFrom("&", "<", ">", "a", "bcd", " ", "\n", "\n\n", "*", "é", "😀", "&amp;", "&&&&"),
-  maxLength: 3000,
-  size: "max",
-});
-
-describe("mrkdwn escaping and splitting", () => {
-  it("escapes exactly &, < and >, and unescaping gives the text back", () => {
-    expect(escapeMrkdwn("a & b <@U1> <!channel> > c")).toBe("a &amp; b &lt;@U1&gt; &lt;!channel&gt; &gt; c");
+describe("mrkdwn escaping", () => {
+  it("escapes exactly &, < and >, so model output never mentions anyone or forms a link; unescaping gives it back", () => {
+    expect(escapeMrkdwn("a & b <@U1> <!channel> <https://evil.example|click> > c")).toBe(
+      "a &amp; b &lt;@U1&gt; &lt;!channel&gt; &lt;https://evil.example|click&gt; &gt; c",
+    );
+    // Formatting is not escaped: *bold*, _italics_, `code` and ``` blocks render.
+    expect(escapeMrkdwn("*bold* _it_ `x` ~s~")).toBe("*bold* _it_ `x` ~s~");
     fc.assert(
       fc.property(fc.string(), (text) => {
         const escaped = escapeMrkdwn(text);
@@ -24,40 +19,14 @@ describe("mrkdwn escaping and splitting", () => {
     );
   });
 
-  it("keeps every piece within the limit after escaping and loses no text", () => {
-    fc.assert(
-      fc.property(slackish, fc.integer({ min: 80, max: 600 }), (text, limit) => {
-        const pieces = splitForSlack(text, limit);
-        for (const piece of pieces) {
-          expect(piece.length).toBeLessThanOrEqual(limit);
-          // Never cut inside an entity.
-          expect(piece).not.toMatch(/&(a|am|l|g|lt|gt|amp)?$/);
-        }
-        expect(words(pieces.map(unescapeMrkdwn).join(" ")).join("")).toBe(words(text).join(""));
-      }),
-      { numRuns: 200 },
+  it("decodes what people send, leaving Slack's user mentions, channel links and URLs as Slack wrote them", () => {
+    // What Slack puts in `text` when a person writes "@bob see #ops and https://example.com/?a=1&b=2 if x<y".
+    const sent =
+      "<@U0BOB0001> see <#C0OPS0001|ops> and <https://example.com/?a=1&amp;b=2> if x&lt;y &amp; y&gt;z";
+    expect(unescapeMrkdwn(sent)).toBe(
+      "<@U0BOB0001> see <#C0OPS0001|ops> and <https://example.com/?a=1&b=2> if x<y & y>z",
     );
-  });
-
-  it("closes a code fence cut in two and reopens it in the next message", () => {
-    const text = `\`\`\`js\n${"if (a < b && c > d) x();\n".repeat(12)}\`\`\`\nafter`;
-    const pieces = splitForSlack(text, 120).map(unescapeMrkdwn);
-    expect(pieces.length).toBeGreaterThan(2);
-    for (const piece of pieces.slice(0, -1)) expect(piece.endsWith("```")).toBe(true);
-    for (const piece of pieces.slice(1)) expect(piece.startsWith("```js")).toBe(true);
-    const body = pieces.map((p) => p.replace(/^```js\n?|\n?```$/g, "")).join("\n");
-    expect(words(body.replace(/```/g, ""))).toEqual(words(text.replace(/```js|```/g, "")));
-  });
-
-  it("sends short text as one message and nothing for empty text", () => {
-    expect(splitForSlack("hi & bye")).toEqual(["hi &amp; bye"]);
-    expect(splitForSlack("")).toEqual([]);
-    const long = "x".repeat(SLACK_MAX_MESSAGE_LENGTH * 2 + 5);
-    expect(splitForSlack(long).map((p) => p.length)).toEqual([
-      expect.any(Number),
-      expect.any(Number),
-      expect.any(Number),
-    ]);
-    expect(splitForSlack(long).join("")).toBe(long);
+    // Decoding happens once: an escaped entity a person typed stays visible as typed.
+    expect(unescapeMrkdwn("&amp;lt;")).toBe("&lt;");
   });
 });

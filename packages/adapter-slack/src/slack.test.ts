@@ -1,6 +1,6 @@
 import { slackEvent } from "@sessions/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { unescapeMrkdwn } from "./index.js";
+import { escapeMrkdwn, unescapeMrkdwn } from "./index.js";
 import { type SlackHarness, settle, startSlack, until } from "./test-kit.js";
 
 let h: SlackHarness | undefined;
@@ -161,6 +161,36 @@ describe("Slack adapter through real bolt in Socket Mode against a fake Slack", 
     expect(history.messages.some((m) => m.content === "how is it going?")).toBe(true);
   });
 
+  it("opens the thread under the message whose run spawned, when earlier messages of the channel ran first", async () => {
+    h = await startSlack({
+      main: async (t) => {
+        if (t.kind === "subagent") return "Result: done";
+        if (t.kind === "subagent_announce") return "Result: done\nNotes:\n- none";
+        if (t.text === "research please") {
+          await t.callTool("sessions_spawn", { task: "research", thread: true });
+          return "on it";
+        }
+        return `echo: ${t.text}`;
+      },
+    });
+    const first = slackEvent("channel-mention", { event: { text: "<@U0BOTACME> hello" } });
+    const second = slackEvent("channel-mention", { event: { text: "<@U0BOTACME> research please" } });
+    await h.send(first);
+    await h.send(second);
+    await until(
+      () => h?.slack.posted().some((m) => m.text.startsWith("Status: success")) === true,
+      "the announce",
+    );
+    const ts = (second.event as { ts: string }).ts;
+    expect(h.slack.posted().find((m) => m.text === "echo: hello")).not.toHaveProperty("threadTs");
+    expect(h.slack.posted().find((m) => m.text.startsWith("Working on this here"))).toMatchObject({
+      threadTs: ts,
+    });
+    expect(h.slack.posted().find((m) => m.text.startsWith("Status: success"))).toMatchObject({
+      threadTs: ts,
+    });
+  });
+
   it("binds a spawn from inside a thread to that thread, and archiving the channel ends the binding", async () => {
     h = await startSlack({
       main: async (t) => {
@@ -222,34 +252,57 @@ describe("Slack adapter through real bolt in Socket Mode against a fake Slack", 
     expect(await delivery()).toMatchObject({ attempts: 2, receipt: slack.posted().map((m) => m.ts) });
   });
 
-  it("ends a delivery Slack refuses for good as failed, with Slack's reason, and keeps going", async () => {
+  it("ends deliveries Slack refuses for good (missing_scope, not_in_channel, channel_not_found) as failed, with the reason", async () => {
     h = await startSlack(echo);
     const { slack, gateway } = h;
+    // A reply to a person's message: the token lacks a scope.
     slack.failNext("chat.postMessage", 1, { error: "missing_scope", needed: "chat:write" });
     await h.send(slackEvent("channel-mention"));
-    const delivery = async () => (await gateway.deliveries.list()).deliveries[0];
-    await until(async () => (await delivery())?.status === "failed", "the failed delivery");
-    expect(await delivery()).toMatchObject({ status: "failed", attempts: 1 });
-    expect((await delivery())?.lastError).toMatch(/missing_scope \(needs chat:write\)/);
-    // A channel the bot is not in: Slack's not_in_channel, with what to do about it.
-    await gateway.agent({
-      message: "hi",
-      idempotencyKey: "random-1",
-      deliver: true,
-      channel: "slack",
-      to: "channel:C0RANDOM1",
-      accountId: "t0acme001",
-    });
-    await until(
-      async () =>
-        (await gateway.deliveries.list()).deliveries.some((d) => d.lastError?.includes("not_in_channel")),
-      "the not_in_channel failure",
-    );
-    const refused = (await gateway.deliveries.list()).deliveries.find((d) => d.to === "channel:C0RANDOM1");
-    expect(refused).toMatchObject({ status: "failed", attempts: 1 });
-    expect(refused?.lastError).toContain("invite the app to the channel");
+    const byTo = async (to: string) => (await gateway.deliveries.list()).deliveries.find((d) => d.to === to);
+    await until(async () => (await byTo("channel:C0GENERAL"))?.status === "failed", "the failed reply");
+    expect(await byTo("channel:C0GENERAL")).toMatchObject({ status: "failed", attempts: 1 });
+    expect((await byTo("channel:C0GENERAL"))?.lastError).toMatch(/missing_scope \(needs chat:write\)/);
+    // Deliveries the gateway is asked for: a channel the bot is not in, and one that does not exist (or belongs
+    // to another workspace). The fake answers as Slack does; nothing is retried, and nothing is posted.
+    for (const [to, slackError, hint] of [
+      ["channel:C0RANDOM1", "not_in_channel", "invite the app to the channel"],
+      ["channel:C0NOSUCH1", "channel_not_found", "belongs to another workspace"],
+    ] as const) {
+      await gateway.agent({
+        message: "hi",
+        idempotencyKey: `to-${to}`,
+        deliver: true,
+        channel: "slack",
+        to,
+        accountId: "t0acme001",
+      });
+      await until(async () => (await byTo(to))?.status === "failed", `the ${slackError} failure`);
+      const refused = await byTo(to);
+      expect(refused).toMatchObject({ status: "failed", attempts: 1 });
+      expect(refused?.lastError).toContain(`Slack refused the message: ${slackError}`);
+      expect(refused?.lastError).toContain(hint);
+      expect(refused?.receipt ?? []).toEqual([]);
+    }
+    expect(slack.posted()).toHaveLength(0);
+    expect(slack.callsOf("chat.postMessage")).toHaveLength(3);
+    // The adapter's error is typed: invalid_params (the outbox does not retry it) with Slack's error in details.
+    const direct = await h.adapter
+      .deliver(
+        { channel: "slack", to: "channel:C0NOSUCH1", accountId: "t0acme001" },
+        { text: "x", kind: "reply", sessionKey: "s" },
+        { idempotencyKey: "direct" },
+      )
+      .catch((e: unknown) => e);
+    expect(direct).toMatchObject({ code: "invalid_params", details: { slackError: "channel_not_found" } });
+    // And the adapter keeps going: the next reply is delivered, with its message ts as the receipt.
     await h.send(slackEvent("channel-mention", { event: { text: "<@U0BOTACME> still there?" } }));
     await until(() => slack.posted().some((m) => m.text === "echo: still there?"), "the next reply");
+    await until(
+      async () => (await gateway.deliveries.list()).deliveries.some((d) => d.status === "delivered"),
+      "the delivered record",
+    );
+    const delivered = (await gateway.deliveries.list()).deliveries.find((d) => d.status === "delivered");
+    expect(delivered?.receipt).toEqual([slack.posted()[0]?.ts]);
   });
 
   it("escapes mrkdwn and splits long replies at Slack's limit without losing text", async () => {
@@ -267,7 +320,8 @@ describe("Slack adapter through real bolt in Socket Mode against a fake Slack", 
       expect(m.text.length).toBeLessThanOrEqual(4000);
       expect(m.text).not.toMatch(/[<>]/);
     }
-    const words = (text: string) => text.split(/\s+/).filter(Boolean);
-    expect(words(posted.map((m) => unescapeMrkdwn(m.text)).join(" "))).toEqual(words(reply));
+    // Nothing lost, nothing added: the messages, joined, are the escaped reply; mentions and links stay inert.
+    expect(posted.map((m) => m.text).join("")).toBe(escapeMrkdwn(reply));
+    expect(unescapeMrkdwn(posted.map((m) => m.text).join(""))).toBe(reply);
   });
 });

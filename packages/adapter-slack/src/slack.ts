@@ -21,10 +21,12 @@ import {
   type SlackMessageEvent,
   threadOf,
 } from "./inbound.js";
-import { escapeMrkdwn, SLACK_MAX_MESSAGE_LENGTH, splitForSlack } from "./mrkdwn.js";
+import { escapeMrkdwn } from "./mrkdwn.js";
+import { SLACK_MAX_MESSAGE_LENGTH, splitForSlack } from "./split.js";
 import { BoundedSet, MessagesInProgress } from "./threads.js";
 import { type SlackBotToken, type SlackWorkspace, SlackWorkspaces } from "./workspaces.js";
 
+/** What {@link createSlackAdapter} needs: your bolt `App` and how the bot behaves in channels. */
 export interface SlackAdapterConfig {
   /** Your bolt `App`, in Socket Mode (`socketMode: true, appToken`) or HTTP mode (`signingSecret`). */
   app: App;
@@ -48,6 +50,7 @@ export interface SlackAdapterConfig {
   logger?: Logger | undefined;
 }
 
+/** The adapter {@link createSlackAdapter} returns: a `ChannelAdapterV1` for the gateway plus `attach`. */
 export interface SlackAdapter extends ChannelAdapterV1 {
   readonly channel: "slack";
   /** Routes the app's message and `app_mention` events into a gateway and reports archived channels to it. */
@@ -59,7 +62,11 @@ export interface SlackAdapter extends ChannelAdapterV1 {
   ): ReturnType<typeof resolveSlackMessage>;
 }
 
-/** `channel:C123` / `user:U123` / `C123` (any case, as keys store it) → the Slack conversation id. */
+/**
+ * `channel:C123` / `user:U123` / `C123` (any case, as keys store it) → the Slack conversation id.
+ *
+ * @throws SessionsError `invalid_params` (field `to`) when what is left is not a Slack id.
+ */
 export function slackChannelId(to: string): string {
   const id = to
     .trim()
@@ -84,6 +91,25 @@ const ARCHIVE_EVENTS = ["channel_archive", "group_archive", "channel_deleted", "
 /**
  * A sessions channel adapter for a bolt app: channels, DMs and multi-person DMs as sessions, `thread_ts` threads
  * as thread sessions and bindings, mention gating, chunked and escaped delivery, several workspaces.
+ *
+ * @throws SessionsError `invalid_config`: field `app` when `app` is not a bolt `App`, field `botToken` when it is
+ * neither a token nor a function. Delivery failures reach the outbox as `SessionsError`s (`rate_limited` with
+ * `retryAfterMs`, `invalid_params` for unknown or archived channels, `unavailable` for network errors).
+ * @example
+ * ```ts
+ * import { createSlackAdapter } from "@sessions/adapter-slack";
+ * import { App } from "@slack/bolt";
+ *
+ * const app = new App({
+ *   token: process.env.SLACK_BOT_TOKEN,
+ *   appToken: process.env.SLACK_APP_TOKEN,
+ *   socketMode: true,
+ * });
+ * const slack = createSlackAdapter({ app, ownerIds: ["U0123ALICE"] });
+ * const gateway = createGateway({ runner, adapters: [slack] });
+ * slack.attach(gateway);
+ * await app.start();
+ * ```
  */
 export function createSlackAdapter(config: SlackAdapterConfig): SlackAdapter {
   const { app } = config;

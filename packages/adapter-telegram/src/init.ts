@@ -3,6 +3,7 @@ import type { Bot } from "grammy";
 
 type BotInfo = Bot["botInfo"];
 
+/** How long {@link initTelegramBot} keeps trying to reach the Bot API, and how to stop it early. */
 export interface InitTelegramBotOptions {
   /** How long to keep trying to reach the Bot API before giving up (default 15 000 ms). */
   timeoutMs?: number | undefined;

@@ -47,6 +47,24 @@ export interface TelegramAdapter extends ChannelAdapterV1 {
   attach(gateway: InboundGateway): void;
   /** The inbound message for one Telegram message, or `null` for messages the bot ignores. */
   resolveInbound(message: Message): TelegramInbound | null;
+  /**
+   * The bot's long polling, for `gateway.holdConnection(adapter.connection)` in place of `bot.start()`: then
+   * exactly one gateway of those sharing a store polls (`telegram:<bot id>`), and another takes over when it dies.
+   * `start` resolves once polling runs; `stop` ends it (confirming the updates handled so far to Telegram). When
+   * polling stops by itself (grammY gives up on `409 Conflict`, another poller on this token, and on
+   * `401 Unauthorized`, a revoked token), it is logged and reported to `lost`: the gateway then gives the lease back.
+   */
+  readonly connection: {
+    /** The lease name: `telegram:<bot id>`. */
+    readonly name: string;
+    /**
+     * Starts long polling (`bot.start()`); resolves once it runs, rejects when the Bot API refuses the token.
+     * `lost(error)` is called if polling later stops by itself (409 Conflict, 401 Unauthorized, a middleware error).
+     */
+    start(lost?: (error: unknown) => void): Promise<void>;
+    /** Stops long polling (`bot.stop()`), confirming the updates handled so far. */
+    stop(): Promise<void>;
+  };
 }
 
 function displayName(message: Message): string | undefined {
@@ -58,10 +76,19 @@ function displayName(message: Message): string | undefined {
 
 /**
  * `to` as the gateway stores it may carry a peer-kind prefix (`group:-100…` from a key-derived announce target);
- * Telegram only wants the numeric chat id.
+ * Telegram only wants the numeric chat id (or a public `@username`).
+ * @throws SessionsError `invalid_params` (field `to`) for anything else.
  */
 export function telegramChatId(to: string): string {
-  return to.replace(/^(group|channel|chat|user):/, "");
+  const id = String(to ?? "")
+    .trim()
+    .replace(/^(group|channel|chat|user):/, "");
+  if (!/^(-?\d+|@[A-Za-z]\w{3,31})$/.test(id)) {
+    throw new SessionsError("invalid_params", `Not a Telegram chat id: ${JSON.stringify(to)}`, {
+      field: "to",
+    });
+  }
+  return id;
 }
 
 function toSessionsError(error: unknown): SessionsError {
@@ -192,11 +219,37 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
       }
     },
     async sendTyping(target) {
-      await bot.api
-        .sendChatAction(telegramChatId(target.to), "typing", threadOptions(target.threadId))
-        .catch(() => undefined);
+      try {
+        await bot.api.sendChatAction(telegramChatId(target.to), "typing", threadOptions(target.threadId));
+      } catch {
+        // "typing…" is best effort.
+      }
     },
     resolveInbound,
+    connection: {
+      // One poller per bot is what Telegram allows: the bot id (the token's first part) names the lease.
+      name: `telegram:${String(bot.token ?? "").split(":")[0] || accountId}`,
+      start: (lost) =>
+        new Promise<void>((resolve, reject) => {
+          // Started by the app already (grammY ignores a second start, and would never call onStart).
+          if (bot.isRunning()) return resolve();
+          let running = false;
+          bot
+            .start({
+              onStart: () => {
+                running = true;
+                resolve();
+              },
+            })
+            .catch((error: unknown) => {
+              if (!running) return reject(error);
+              // grammY stops polling for good on 409 (another getUpdates on this token) and 401 (token revoked).
+              logger.error("telegram polling stopped", { error: String(error) });
+              lost?.(error);
+            });
+        }),
+      stop: () => bot.stop(),
+    },
     attach(gateway) {
       // Channel posts have no sender to answer and replies would broadcast to every subscriber: not handled.
       bot.on(["channel_post", "edited_channel_post"], (ctx: Context) => {

@@ -7,20 +7,26 @@ export interface AdapterContractHarness {
   /** A conversation the bot can post in, and one that has threads/topics (may be the same). */
   chat: DeliveryTarget;
   threadParent: DeliveryTarget;
-  /** Messages the fake platform received, in order. */
+  /** Messages the fake platform accepted (not those it refused or rate-limited), in order. */
   sent(): { to: string; threadId?: string | undefined; text: string }[];
-  /** The next send is rate-limited by the platform for `seconds`. */
-  rateLimitNextSend(seconds: number): void;
+  /** The next send (after letting `after` sends through, default 0) is rate-limited by the platform for `seconds`. */
+  rateLimitNextSend(seconds: number, options?: { after?: number | undefined }): void;
   /** The next send is refused for good (unknown chat, no permission). */
   refuseNextSend(): void;
   /** Stops everything `setup` started; called after each case. */
   close(): Promise<void>;
 }
 
+/** Three paragraphs that each nearly fill a message: `0…`, `1…`, `2…`. */
+function threeMessages(limit: number): string {
+  return Array.from({ length: 3 }, (_, i) => `${String(i).repeat(limit - 10)}`).join("\n\n");
+}
+
 /**
  * The behaviours every `ChannelAdapterV1` owes the gateway, run against a real platform library talking to a fake
- * API: chunking at the platform limit with every id returned, thread delivery, rate limits as `rate_limited` with
- * `retryAfterMs`, permanent refusals as `invalid_params`, and thread creation.
+ * API: chunking at the platform limit with every id returned, thread creation and delivery into the thread the way
+ * the gateway binds it, rate limits as `rate_limited` with `retryAfterMs`, a retry after a partly sent message that
+ * posts no chunk twice, permanent refusals and targets that are no conversation as `invalid_params`.
  */
 export function describeChannelAdapterContract(
   name: string,
@@ -46,7 +52,7 @@ export function describeChannelAdapterContract(
     it("chunks long text at the platform limit and returns every message id", async () => {
       const { adapter, chat, sent } = await open();
       const limit = adapter.capabilities.maxMessageLength as number;
-      const text = Array.from({ length: 3 }, (_, i) => `${String(i).repeat(limit - 10)}`).join("\n\n");
+      const text = threeMessages(limit);
       const receipt = await adapter.deliver(
         chat,
         { text, kind: "reply", sessionKey: "s" },
@@ -59,17 +65,20 @@ export function describeChannelAdapterContract(
       expect(messages.map((m) => m.text[0])).toEqual(["0", "1", "2"]);
     });
 
-    it("posts into a thread when the target names one", async () => {
+    it("creates a thread and posts into it when the target names it, as the gateway binds it", async () => {
       const { adapter, threadParent, sent } = await open();
+      expect(adapter.capabilities.threads).toBe(true);
       const thread = await adapter.createThread?.({
         parent: threadParent,
         name: "contract",
         sessionKey: "s",
       });
       expect(thread?.threadId).toEqual(expect.any(String));
+      expect(thread?.threadId).not.toBe("");
       const before = sent().length;
+      // The gateway records `to` from the answer (falling back to the parent's) and the thread id with it.
       await adapter.deliver(
-        { ...threadParent, threadId: thread?.threadId as string },
+        { ...threadParent, to: thread?.to ?? threadParent.to, threadId: thread?.threadId as string },
         { text: "in thread", kind: "announce", sessionKey: "s" },
         { idempotencyKey: "thread" },
       );
@@ -89,6 +98,38 @@ export function describeChannelAdapterContract(
       expect(error).toMatchObject({ code: "rate_limited" });
       expect(error.retryAfterMs).toBeGreaterThanOrEqual(2000);
       expect(error.retryAfterMs).toBeLessThanOrEqual(4000);
+    });
+
+    it("retries a partly sent message without posting any chunk twice (the outbox retries with the same key)", async () => {
+      const { adapter, chat, sent, rateLimitNextSend } = await open();
+      const limit = adapter.capabilities.maxMessageLength as number;
+      const message = { text: threeMessages(limit), kind: "reply" as const, sessionKey: "s" };
+      rateLimitNextSend(1, { after: 1 });
+      const error = await adapter.deliver(chat, message, { idempotencyKey: "partial" }).catch((e) => e);
+      expect(error).toMatchObject({ code: "rate_limited" });
+      expect(sent().map((m) => m.text[0])).toEqual(["0"]);
+      // As the outbox does: wait what the platform asked for, then deliver the same item again.
+      await new Promise((resolve) => setTimeout(resolve, error.retryAfterMs));
+      const receipt = await adapter.deliver(chat, message, { idempotencyKey: "partial" });
+      expect(sent().map((m) => m.text[0])).toEqual(["0", "1", "2"]);
+      expect(receipt.messageIds).toHaveLength(3);
+      expect(new Set(receipt.messageIds).size).toBe(3);
+    });
+
+    it("refuses a target that is no conversation as invalid_params naming `to`, posting nothing", async () => {
+      const { adapter, chat, sent } = await open();
+      for (const to of ["", "not a conversation", "channel:"]) {
+        const error = await adapter
+          .deliver(
+            { ...chat, to },
+            { text: "x", kind: "reply", sessionKey: "s" },
+            { idempotencyKey: `bad ${to}` },
+          )
+          .catch((e) => e);
+        expect(SessionsError.isInstance(error)).toBe(true);
+        expect(error).toMatchObject({ code: "invalid_params", field: "to" });
+      }
+      expect(sent()).toHaveLength(0);
     });
 
     it("reports permanent refusals as invalid_params (the outbox does not retry them)", async () => {

@@ -16,7 +16,7 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { discordMessage, discordSnowflake } from "./discord-fixtures.js";
-import { createFakeDiscordApi, type FakeDiscordApi, type FakeDiscordOptions } from "./fake-discord.js";
+import { createFakeDiscordApi, type FakeDiscordApi, type FakeDiscordOptions } from "./fake-discord/index.js";
 
 const INTENTS = [
   GatewayIntentBits.Guilds,
@@ -162,6 +162,7 @@ describe("createFakeDiscordApi with a real discord.js Client", () => {
         method: "POST",
         path: `/channels/${api.guild.general.id}/messages`,
         body: expect.objectContaining({ content: "hi", tts: false }),
+        status: 200,
       },
     ]);
 

@@ -21,6 +21,7 @@ interface FakeRoom {
   timeline: StreamItem[];
 }
 
+/** A room for {@link FakeMatrixHomeserver.createRoom}: its members, name, and whether it is direct or encrypted. */
 export interface FakeMatrixRoomOptions {
   /** `m.room.name` (none: clients name the room after its members). */
   name?: string | undefined;

@@ -36,6 +36,11 @@ export interface MatrixSentEvent {
   content: Record<string, unknown>;
 }
 
+/**
+ * A running fake homeserver (from {@link createFakeMatrixHomeserver}): log the real matrix-js-sdk in with `baseUrl`,
+ * `accessToken` and `userId`, post events with `post(roomId, matrixEvent(…))`, await `synced()`, then read what the
+ * bot did from `sent()` and `calls`. Stop it with `close`.
+ */
 export interface FakeMatrixHomeserver {
   /** Pass as matrix-js-sdk's `baseUrl`. */
   readonly baseUrl: string;
@@ -50,6 +55,7 @@ export interface FakeMatrixHomeserver {
   readonly unhandled: string[];
   /** How many `/sync` requests were answered. */
   readonly syncCount: number;
+  /** The calls of one route (`send`, `typing`, `join`, `whoami`, …), in order. */
   callsOf(route: string): MatrixCall[];
   /** The bot's messages, in order (one per distinct transaction). */
   sent(): MatrixSentEvent[];
@@ -59,10 +65,19 @@ export interface FakeMatrixHomeserver {
   post(roomId: string, event: MatrixEventInput): MatrixStoredEvent;
   /** Invites the bot into a room (it shows up under `rooms.invite` in the next `/sync`). */
   inviteBot(roomId: string, inviter: string): void;
-  /** Makes the next `times` calls of `route` (`send`, `typing`, `join`, …) fail with `error`. */
-  failNext(route: string, times: number, error?: FakeMatrixError): void;
+  /**
+   * Makes the next `times` calls of `route` (`send`, `typing`, `join`, …) fail with `error` (default:
+   * `M_LIMIT_EXCEEDED`), after letting `after` calls through (default 0).
+   */
+  failNext(
+    route: string,
+    times: number,
+    error?: FakeMatrixError,
+    options?: { after?: number | undefined },
+  ): void;
   /** Resolves once a `/sync` has been answered after everything posted so far (the client has seen it). */
   synced(): Promise<void>;
+  /** Ends open `/sync` long polls and stops the server; call it in `afterAll`. */
   close(): Promise<void>;
 }
 
@@ -149,7 +164,7 @@ export async function createFakeMatrixHomeserver(
 
   const calls: MatrixCall[] = [];
   const unhandled: string[] = [];
-  const failures = new Map<string, { times: number; error: FakeMatrixError }>();
+  const failures = new Map<string, { times: number; after: number; error: FakeMatrixError }>();
   const filters = new Map<string, Record<string, unknown>>();
   const transactions = new Map<string, MatrixSentEvent>();
   const sent: MatrixSentEvent[] = [];
@@ -365,7 +380,8 @@ export async function createFakeMatrixHomeserver(
     if (match.r.name === "sync") return sync(res, query);
     calls.push({ route: match.r.name, method: req.method ?? "GET", path, params, query, body });
     const failure = failures.get(match.r.name);
-    if (failure !== undefined && failure.times > 0) {
+    if (failure !== undefined && failure.after > 0) failure.after--;
+    else if (failure !== undefined && failure.times > 0) {
       failure.times--;
       const { status, errcode, error: message, retry_after_ms, retryAfterSeconds } = failure.error;
       return reply(
@@ -407,8 +423,8 @@ export async function createFakeMatrixHomeserver(
         content: world.memberContent(userId, "invite"),
       });
     },
-    failNext(name, times, failure = DEFAULT_LIMIT) {
-      failures.set(name, { times, error: failure });
+    failNext(name, times, failure = DEFAULT_LIMIT, options = {}) {
+      failures.set(name, { times, after: options.after ?? 0, error: failure });
     },
     synced() {
       if (answeredPos >= world.pos) return Promise.resolve();

@@ -24,6 +24,7 @@ export interface SocketModeHub {
   send(payload: Record<string, unknown>, type?: string): Promise<SlackEnvelope>;
   /** Asks every connected app to reconnect (`{"type":"disconnect"}`), as Slack does when it recycles a link. */
   disconnectAll(reason?: string): void;
+  /** Closes every Socket Mode connection (the fake Slack's `close` calls it). */
   close(): Promise<void>;
 }
 

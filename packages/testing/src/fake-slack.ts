@@ -42,6 +42,7 @@ export interface SlackPostedMessage {
   botId: string;
 }
 
+/** Options of {@link createFakeSlack}. */
 export interface FakeSlackOptions {
   /** The workspaces the app is installed in (default: the recorded Acme and Globex). */
   teams?: FakeSlackTeam[] | undefined;
@@ -49,6 +50,10 @@ export interface FakeSlackOptions {
   ackTimeoutMs?: number | undefined;
 }
 
+/**
+ * A running fake Slack (from {@link createFakeSlack}): point bolt at `apiUrl`, drive it with `sendEvent` (Socket Mode)
+ * or `postEvent` (HTTP mode), and read what the bot did from `calls` and `posted`. Stop it with `close`.
+ */
 export interface FakeSlack {
   /** Pass as bolt's `clientOptions.slackApiUrl` (ends with `/api/`). */
   readonly apiUrl: string;
@@ -59,9 +64,11 @@ export interface FakeSlack {
   readonly signingSecret: string;
   /** The workspaces, live state; the first is the default. */
   readonly teams: readonly FakeSlackTeam[];
+  /** The workspace with this team id (live state); throws a plain `Error` for an unknown id (a bug in the test). */
   team(id: string): FakeSlackTeam;
   /** Every Web API call, in order. */
   readonly calls: SlackCall[];
+  /** The calls of one Web API method (`chat.postMessage`, …), in order. */
   callsOf(method: string): SlackCall[];
   /** What the bot posted, in order (optionally in one channel). */
   posted(channel?: string): SlackPostedMessage[];
@@ -86,6 +93,7 @@ export interface FakeSlack {
       retryNum?: number | undefined;
     },
   ): Promise<{ status: number; body: string }>;
+  /** Closes Socket Mode connections and stops the server; call it in `afterAll`. */
   close(): Promise<void>;
 }
 

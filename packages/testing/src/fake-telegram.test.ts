@@ -34,8 +34,9 @@ describe("createFakeTelegramApi", () => {
       body: { description: "Bad Request: the chat is not a forum" },
     });
     expect(api.callsOf("sendMessage")).toEqual([
-      { method: "sendMessage", params: { chat_id: -100, text: "hi", message_thread_id: 5 } },
+      { method: "sendMessage", params: { chat_id: -100, text: "hi", message_thread_id: 5 }, status: 200 },
     ]);
+    expect(api.callsOf("createForumTopic").map((c) => c.status)).toEqual([200, 400]);
   });
 
   it("fails on demand with Telegram's error shape, and rejects unknown methods and tokens", async () => {

@@ -5,6 +5,8 @@ import type { AddressInfo } from "node:net";
 export interface TelegramCall {
   method: string;
   params: Record<string, unknown>;
+  /** The HTTP status the fake answered with (200 when the call succeeded). */
+  status?: number | undefined;
 }
 
 /** A Bot API error answer, as `failNext` sends it. */
@@ -24,8 +26,16 @@ export interface FakeTelegramApi {
   readonly bot: { id: number; is_bot: true; first_name: string; username: string };
   /** Queues an update for `getUpdates` (its `update_id` is assigned when missing). */
   pushUpdate(update: Record<string, unknown>): void;
-  /** Makes the next `times` calls of `method` fail with `error` (default: 429, retry after 1 s). */
-  failNext(method: string, times: number, error?: FakeTelegramError): void;
+  /**
+   * Makes the next `times` calls of `method` fail with `error` (default: 429, retry after 1 s), after letting
+   * `after` calls through (default 0). `getUpdates` too: e.g. 409 Conflict, as when another poller takes over.
+   */
+  failNext(
+    method: string,
+    times: number,
+    error?: FakeTelegramError,
+    options?: { after?: number | undefined },
+  ): void;
   /** Calls of one method. */
   callsOf(method: string): TelegramCall[];
   /** Stops the server (pending long polls end). */
@@ -54,11 +64,24 @@ export async function createFakeTelegramApi(
   const token = options.token ?? "123456:TEST-TOKEN";
   const calls: TelegramCall[] = [];
   const updates: Record<string, unknown>[] = [];
-  const failures = new Map<string, { times: number; error: FakeTelegramError }>();
+  const failures = new Map<string, { times: number; after: number; error: FakeTelegramError }>();
   const polls = new Set<() => void>();
   let nextUpdateId = 1;
   let nextMessageId = 1000;
   let nextTopicId = 500;
+
+  /** The error this call of `method` must fail with (see `failNext`), or undefined to serve it. */
+  function failureFor(method: string): FakeTelegramError | undefined {
+    const failure = failures.get(method);
+    if (failure === undefined) return undefined;
+    if (failure.after > 0) {
+      failure.after--;
+      return undefined;
+    }
+    if (failure.times <= 0) return undefined;
+    failure.times--;
+    return failure.error;
+  }
 
   function reply(res: ServerResponse, status: number, body: unknown) {
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -115,6 +138,12 @@ export async function createFakeTelegramApi(
       return;
     }
     if (method === "getUpdates") {
+      // Polls can fail too: 409 Conflict (another poller on the token), 401 Unauthorized (a revoked token), …
+      const error = failureFor(method);
+      if (error !== undefined) {
+        reply(res, error.error_code, { ok: false, ...error });
+        return;
+      }
       const offset = typeof params.offset === "number" ? params.offset : 0;
       while (updates.length > 0 && ((updates[0]?.update_id as number) ?? 0) < offset) updates.shift();
       if (updates.length === 0) {
@@ -132,27 +161,31 @@ export async function createFakeTelegramApi(
       reply(res, 200, { ok: true, result: updates.filter((u) => (u.update_id as number) >= offset) });
       return;
     }
-    calls.push({ method, params });
-    const failure = failures.get(method);
-    if (failure !== undefined && failure.times > 0) {
-      failure.times--;
-      reply(res, failure.error.error_code, { ok: false, ...failure.error });
+    const call: TelegramCall = { method, params };
+    calls.push(call);
+    const answer = (status: number, body: unknown) => {
+      call.status = status;
+      reply(res, status, body);
+    };
+    const failure = failureFor(method);
+    if (failure !== undefined) {
+      answer(failure.error_code, { ok: false, ...failure });
       return;
     }
     const result = handle(method, params);
     if (result === NOT_A_FORUM) {
-      reply(res, 400, { ok: false, error_code: 400, description: "Bad Request: the chat is not a forum" });
+      answer(400, { ok: false, error_code: 400, description: "Bad Request: the chat is not a forum" });
       return;
     }
     if (result === undefined) {
-      reply(res, 404, {
+      answer(404, {
         ok: false,
         error_code: 404,
         description: `Not Found: method ${method} is not faked`,
       });
       return;
     }
-    reply(res, 200, { ok: true, result });
+    answer(200, { ok: true, result });
   }
 
   const server: Server = createServer((req, res) => {
@@ -180,8 +213,9 @@ export async function createFakeTelegramApi(
         description: "Too Many Requests: retry after 1",
         parameters: { retry_after: 1 },
       },
+      options = {},
     ) {
-      failures.set(method, { times, error });
+      failures.set(method, { times, after: options.after ?? 0, error });
     },
     callsOf: (method) => calls.filter((c) => c.method === method),
     async close() {

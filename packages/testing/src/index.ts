@@ -14,7 +14,7 @@ export {
   type FakeDiscordApi,
   type FakeDiscordGuild,
   type FakeDiscordOptions,
-} from "./fake-discord.js";
+} from "./fake-discord/index.js";
 export {
   createFakeMatrixHomeserver,
   type FakeMatrixError,

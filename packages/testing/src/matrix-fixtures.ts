@@ -34,6 +34,10 @@ const FIXTURES = {
   encrypted,
 } as const;
 
+/**
+ * The recorded, sanitised Matrix events {@link matrixEvent} can build (`room-text`, `dm-text`, `thread-reply`,
+ * `edit`, …).
+ */
 export type MatrixFixtureName = keyof typeof FIXTURES;
 
 /** A Matrix event as a test hands it to the fake homeserver (`event_id` and `origin_server_ts` optional). */

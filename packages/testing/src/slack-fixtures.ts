@@ -23,10 +23,15 @@ export interface FakeSlackChannel {
   user?: string | undefined;
 }
 
+/** A person (or bot) in a fake workspace, as `users.info` answers for them. */
 export interface FakeSlackUser {
+  /** `U…` user id. */
   id: string;
+  /** The handle (`alice`). */
   name: string;
+  /** The display name the adapter uses for session names (`Alice Example`). */
   realName: string;
+  /** A bot user (`is_bot`). */
   isBot?: boolean | undefined;
 }
 
@@ -107,6 +112,10 @@ const FIXTURES = {
   "channel-archive": channelArchive,
 } as const;
 
+/**
+ * The recorded Events API payloads {@link slackEvent} can build (`channel-message`, `app-mention`, `im-message`,
+ * …).
+ */
 export type SlackFixtureName = keyof typeof FIXTURES;
 
 let sequence = 0;
