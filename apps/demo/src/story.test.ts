@@ -1,3 +1,6 @@
+import { spawn } from "node:child_process";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { playStory } from "./story.js";
 
@@ -5,7 +8,8 @@ describe("the demo story", () => {
   it("shows every tool end to end on a real SQLite file", async () => {
     const lines: string[] = [];
     const result = await playStory((line) => lines.push(line));
-    const output = lines.join("\n");
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the colours of the demo's output
+    const output = lines.join("\n").replace(/\u001b\[[0-9;]*m/g, "");
 
     const announce = result.deliveries.find((d) => d.kind === "subagent_announce");
     expect(announce).toMatchObject({ to: "@alice" });
@@ -23,12 +27,21 @@ describe("the demo story", () => {
       { sessionKey: "agent:ops:console:group:lobby", reason: 'session.sendPolicy.rules[0] says "deny"' },
     ]);
 
-    const child = result.sessions.find((s) => s.key.startsWith("agent:research:subagent:"));
-    expect(child).toMatchObject({ spawnedBy: "agent:main:main", label: "research" });
+    const children = result.sessions.filter((s) => s.key.startsWith("agent:research:subagent:"));
+    expect(children.map((c) => [c.spawnedBy, c.label]).sort()).toEqual([
+      ["agent:main:main", "research"],
+      ["agent:main:main", "watcher"],
+    ]);
     for (const tool of ["sessions_spawn", "sessions_list", "sessions_history", "sessions_send"])
       expect(output).toContain(tool);
     expect(output).toContain("ping-pong main → ops");
-    expect(output).toContain(`└─ ${child?.key}`);
+    expect(output).toMatch(/announce for agent:ops:console:group:lobby suppressed: session\.sendPolicy/);
+    // The watcher works in a thread of its own, where its announce goes.
+    expect(output).toContain('created thread #1 "watcher"');
+    expect(result.deliveries.filter((d) => d.threadId === "1").map((d) => d.kind)).toContain(
+      "subagent_announce",
+    );
+    for (const child of children) expect(output).toMatch(new RegExp(`[├└]─ ${child.key} "${child.label}"`));
   });
 });
 
@@ -56,5 +69,34 @@ describe("the demo with --serve", () => {
     expect(page?.status).toBe(200);
     expect(page?.text).toContain("<title>sessions console</title>");
     expect(lines.join("\n")).toMatch(/console\S*\s+http:\/\/127\.0\.0\.1:\d+\//);
+  });
+});
+
+describe("npm run demo -- --serve", () => {
+  it("prints the console's address, serves it, and stops on Ctrl-C", async () => {
+    const main = fileURLToPath(new URL("./main.ts", import.meta.url));
+    const child = spawn(process.execPath, ["--import", "tsx", main, "--serve", "--port", "0"], {
+      cwd: dirname(main),
+      env: { ...process.env, NO_COLOR: "1" },
+    });
+    try {
+      let log = "";
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on("data", (chunk) => {
+          log += String(chunk);
+          const match = /console\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(log);
+          if (match?.[1]) resolve(match[1]);
+        });
+        child.on("exit", (code) => reject(new Error(`the demo exited (${code}) before serving:\n${log}`)));
+      });
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("<title>sessions console</title>");
+      const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+      child.kill("SIGINT");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 });

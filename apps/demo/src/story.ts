@@ -2,14 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { consoleAssetsDir } from "@sessions/console";
-import {
-  createGateway,
-  createScriptedRunner,
-  createSqliteStore,
-  type Gateway,
-  type GatewayRow,
-} from "@sessions/gateway";
-import { demoAgents } from "./agents.js";
+import { createGateway, createScriptedRunner, createSqliteStore, type GatewayRow } from "@sessions/gateway";
+import { DEMO_STORY, demoAgents, demoConfig, playDemoStory } from "@sessions/testing/demo";
 import { createConsoleChannel } from "./console-channel.js";
 import { paint } from "./paint.js";
 
@@ -31,45 +25,6 @@ export interface StoryOptions {
   };
 }
 
-const alice = (text: string) => ({
-  channel: "console",
-  chatType: "direct" as const,
-  peerId: "alice",
-  senderId: "alice",
-  senderName: "Alice",
-  isOwner: true,
-  to: "@alice",
-  text,
-});
-const room = (peerId: string, text: string) => ({
-  channel: "console",
-  chatType: "group" as const,
-  peerId,
-  senderId: "sam",
-  senderName: "Sam",
-  to: `#${peerId}`,
-  text,
-  agentId: "ops",
-  displayName: `#${peerId}`,
-});
-
-async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`demo: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function idle(gateway: Gateway): Promise<void> {
-  await until(async () => {
-    const queued = await gateway.store.listQueuedDeliveries(1);
-    const busy = await gateway.store.listRunsByStatus(["queued", "running"]);
-    const children = await gateway.store.listSubagents({ statuses: ["running", "announcing"] });
-    return queued.length === 0 && busy.length === 0 && children.length === 0;
-  }, "the gateway to go idle");
-}
-
 /** Plays the demo story on a fresh SQLite file; `print` receives every line. */
 export async function playStory(
   print: (line: string) => void = console.log,
@@ -81,32 +36,12 @@ export async function playStory(
   const gateway = createGateway({
     store: createSqliteStore({ path: dbPath }),
     runner: createScriptedRunner({
-      agents: demoAgents((from, to, text) =>
-        print(`   ${paint.magenta("↔")} ping-pong ${from} → ${to}: ${text}`),
-      ),
+      agents: demoAgents({
+        onPingPong: (from, to, text) => print(`   ${paint.magenta("↔")} ping-pong ${from} → ${to}: ${text}`),
+      }),
     }),
     adapters: [channel],
-    config: {
-      session: {
-        agentToAgent: { maxPingPongTurns: 2 },
-        sendPolicy: {
-          rules: [
-            { match: { channel: "console", keyPrefix: "agent:ops:console:group:lobby" }, action: "deny" },
-          ],
-        },
-      },
-      tools: {
-        sessions: { visibility: "all" },
-        agentToAgent: { enabled: true, allow: ["main", "ops", "research"] },
-      },
-      agents: {
-        list: [
-          { id: "main", name: "Main assistant", subagents: { allowAgents: ["research"] } },
-          { id: "research", name: "Researcher" },
-          { id: "ops", name: "Ops bot" },
-        ],
-      },
-    },
+    config: demoConfig(),
   });
   const unsubscribe = gateway.subscribe((event) => {
     if (event.type === "agent" && event.stream === "tool") {
@@ -116,12 +51,15 @@ export async function playStory(
           `   ${paint.yellow("⚙")} ${paint.bold(data.toolName)} ${paint.dim(JSON.stringify(data.params))}`,
         );
     }
+    // A suppressed delivery is news, unless an agent chose to stay silent or had nowhere to post.
     if (
       event.type === "delivery" &&
       event.record.status === "suppressed" &&
-      event.record.kind !== "announce"
+      event.record.lastError !== "ANNOUNCE_SKIP" &&
+      event.record.lastError !== "target session has no delivery context"
     ) {
-      print(`   ${paint.red("⊘")} delivery to ${event.record.to} suppressed: ${event.record.lastError}`);
+      const { kind, sessionKey, lastError } = event.record;
+      print(`   ${paint.red("⊘")} ${kind} for ${sessionKey} suppressed: ${lastError}`);
     }
   });
   const step = (n: number, title: string) => print(`\n${paint.cyan(paint.bold(`▶ ${n}. ${title}`))}`);
@@ -131,46 +69,17 @@ export async function playStory(
     await gateway.ready;
     print(paint.bold("sessions demo") + paint.dim(` — embedded gateway on ${dbPath}`));
 
-    step(1, "The ops room comes online (agent ops)");
-    say("Sam in #ops", "morning, ops bot");
-    await gateway.receive(room("ops", "morning, ops bot"));
-    say("Sam in #lobby", "hello lobby");
-    await gateway.receive(room("lobby", "hello lobby"));
-    await idle(gateway);
-
-    step(2, "Alice asks the main assistant to research → sessions_spawn, then the sub-agent announces back");
-    say("Alice", "research how agents coordinate across chats");
-    await gateway.receive(alice("research how agents coordinate across chats"));
-    await idle(gateway);
-
-    step(3, "Alice asks what sessions exist → sessions_list");
-    say("Alice", "list sessions");
-    await gateway.receive(alice("list sessions"));
-    await idle(gateway);
-
-    step(4, "Alice asks what research found → sessions_history on the sub-agent");
-    say("Alice", "what did research find?");
-    await gateway.receive(alice("what did research find?"));
-    await idle(gateway);
-
-    step(5, "Alice has main message the ops room → sessions_send, a ping-pong, and the announce in #ops");
-    say("Alice", "tell ops schedule the v2 deploy");
-    await gateway.receive(alice("tell ops schedule the v2 deploy"));
-    await idle(gateway);
-
-    step(6, "The same to #lobby hits the send policy: the run happens, the announce is suppressed");
-    say("Alice", "tell lobby schedule the v2 deploy");
-    await gateway.receive(alice("tell lobby schedule the v2 deploy"));
-    await idle(gateway);
+    await playDemoStory(gateway, {
+      onStep: (index, { title }) => step(index + 1, title),
+      onMessage: (who, message) => say(who, message.text),
+    });
     const suppressed = (await gateway.deliveries.list({ status: "suppressed" })).deliveries
       .filter(
         (d) => d.kind === "announce" && d.sessionKey.includes("lobby") && d.lastError !== "ANNOUNCE_SKIP",
       )
       .map((d) => ({ sessionKey: d.sessionKey, reason: d.lastError ?? "" }));
-    for (const s of suppressed)
-      print(`   ${paint.red("⊘")} announce for ${s.sessionKey} suppressed: ${s.reason}`);
 
-    step(7, "The session tree");
+    step(DEMO_STORY.length + 1, "The session tree");
     const { sessions } = await gateway.sessions.list({ limit: 100 });
     const children = new Map<string, GatewayRow[]>();
     for (const s of sessions)

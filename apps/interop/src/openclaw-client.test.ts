@@ -65,7 +65,8 @@ describe("OpenClaw's published client against our gateway", () => {
       type: "hello-ok",
       protocol: 4,
       snapshot: { presence: [], stateVersion: { presence: 0, health: 0 } },
-      features: { capabilities: ["agent.spawnedBy"] },
+      // Our extensions, and how this gateway maps direct chats to sessions (a web chat keys its visitor by it).
+      features: { capabilities: ["agent.spawnedBy", "session.dmScope=main"] },
     });
   });
 
@@ -128,10 +129,15 @@ describe("OpenClaw's published client against our gateway", () => {
     expect(payload("spawnedBy")).toMatchObject({ status: "accepted", sessionKey: "agent:main:child" });
   });
 
-  it("lists agents as OpenClaw's AgentsListResult, apart from our documented dmScope", () => {
-    const { dmScope, ...standard } = payload("agentsList");
-    expect(typeof dmScope).toBe("string");
-    expect(violations("AgentsListResult", standard)).toEqual([]);
+  it("lists agents as OpenClaw's AgentsListResult, as sent", () => {
+    const agents = payload("agentsList");
+    expect(violations("AgentsListResult", agents)).toEqual([]);
+    expect(agents).toEqual({
+      defaultId: "main",
+      mainKey: "main",
+      scope: "per-sender",
+      agents: [{ id: "main" }],
+    });
   });
 
   it("sends events that pass OpenClaw's EventFrame, ChatEvent, AgentEvent and TickEvent", () => {

@@ -2,6 +2,10 @@ import { parseArgs } from "node:util";
 import { SessionsError } from "@sessions/core";
 import type { CommandSpec, OptionSpec } from "./spec.js";
 
+/**
+ * The parsed options of one command, by long name (`--drain-ms 500` → `{ "drain-ms": "500" }`): strings for string
+ * options, `true` for boolean flags, `undefined` when absent (defaults are applied by the command's handler).
+ */
 export type OptionValues = Record<string, string | boolean | undefined>;
 
 export interface ParsedCommand {
@@ -67,6 +71,16 @@ function parseArgsOptions(options: Readonly<Record<string, OptionSpec>>) {
 /**
  * Parses a command's arguments against its spec. Every option must be one the command declares, string options
  * need a value and boolean options take none; anything else is a usage error naming the option.
+ *
+ * @throws SessionsError `invalid_params` (exit 2, field: the option as typed) for an unknown option (with a "did you
+ * mean" guess), a string option without a value or a flag given a value.
+ * @example
+ * ```ts
+ * import { COMMANDS, parseCommandArgs } from "@sessions/cli";
+ *
+ * const serve = COMMANDS.find((c) => c.name === "serve")!;
+ * parseCommandArgs(["--port", "8080", "--drain-ms", "500"], serve).values; // { port: "8080", "drain-ms": "500" }
+ * ```
  */
 export function parseCommandArgs(argv: readonly string[], spec: CommandSpec): ParsedCommand {
   const { tokens } = parseArgs({

@@ -124,7 +124,17 @@ const processIo: CliIo = {
   tty: process.stderr.isTTY === true,
 };
 
-/** Runs the CLI and resolves to its exit code; errors are printed to `io.err`, never thrown. */
+/**
+ * Runs the CLI and resolves to its exit code (see {@link EXIT_CODES}): 0 success, 1 failure, 2 usage error. Errors
+ * are printed to `io.err` as one line (plus a `--help` hint for usage errors), never thrown.
+ *
+ * @example
+ * ```ts
+ * import { runCli } from "@sessions/cli";
+ *
+ * process.exitCode = await runCli(process.argv.slice(2));
+ * ```
+ */
 export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   try {
     return await dispatch(argv, io);

@@ -51,7 +51,12 @@ function fail(message: string, field?: string): never {
   throw new SessionsError("invalid_config", message, field === undefined ? {} : { field });
 }
 
-/** Reads a JSON or JSON5 config: the sessions config plus an optional `gateway` block for the server itself. */
+/**
+ * Reads a JSON or JSON5 config: the sessions config plus an optional `gateway` block for the server itself.
+ *
+ * @throws SessionsError `invalid_config`: field `config` when the file cannot be read or is not JSON5, and the
+ * offending path under `gateway` when the server block is invalid (`gateway.port`, `gateway.tokens.0.scopes`, …).
+ */
 export function readConfigFile(path: string): { config: Record<string, unknown>; server: ServerSettings } {
   let text: string;
   try {

@@ -12,9 +12,24 @@ import {
 } from "./spec.js";
 import { formatTable } from "./table.js";
 
+/**
+ * Where {@link runCli} writes: the process's stdout/stderr by default, or a capture in tests.
+ *
+ * @example
+ * ```ts
+ * import { runCli } from "@sessions/cli";
+ *
+ * const out: string[] = [];
+ * const code = await runCli(["sessions", "list", "--help"], { out: (l) => out.push(l), err: () => {}, tty: false });
+ * // code === 0, out holds the help text of `sessions list`
+ * ```
+ */
 export interface CliIo {
+  /** One line of the command's answer (tables, JSON, help text), without the trailing newline. */
   out: (line: string) => void;
+  /** Diagnostics and progress, written as is (errors end with a newline; the spinner rewrites its line with `\r`). */
   err: (text: string) => void;
+  /** Whether `err` is a terminal: only then a spinner shows while waiting for a run. */
   tty: boolean;
 }
 

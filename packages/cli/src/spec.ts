@@ -4,7 +4,9 @@
  * read it from `values` in the command's handler; the help text and the unknown-option check follow.
  */
 
+/** One option of a {@link CommandSpec}: how it parses and what `--help` says about it. */
 export interface OptionSpec {
+  /** `string` takes a value (`--port 8080`); `boolean` is a flag (`--json`). */
   type: "string" | "boolean";
   /** One line for the help text. */
   description: string;
@@ -12,24 +14,37 @@ export interface OptionSpec {
   placeholder?: string | undefined;
   /** The default as shown in the help text (the handler applies it). */
   default?: string | undefined;
+  /** A one-letter alias (`h` for `-h`). */
   short?: string | undefined;
 }
 
+/**
+ * One command of `sessions-gateway`: the argument parser reads its `options` (anything else is a usage error, exit 2)
+ * and `--help` prints its usage line, summary, details, options with defaults, examples and the exit codes.
+ */
 export interface CommandSpec {
   /** `serve`, `sessions list`, … */
   name: string;
   /** Positional arguments as shown in the usage line (`<key> <message…>`). */
   args?: string | undefined;
+  /** One line: what the command does (the top-level help lists it). */
   summary: string;
   /** Paragraphs printed under the usage line. */
   details?: readonly string[] | undefined;
+  /** The options it accepts, by long name (`drain-ms`); `--help` is among them. */
   options: Readonly<Record<string, OptionSpec>>;
+  /** Command lines printed under "Examples". */
   examples?: readonly string[] | undefined;
 }
 
 export const BIN = "sessions-gateway";
+/** The gateway the client commands talk to when neither `--url` nor `SESSIONS_GATEWAY_URL` is given. */
 export const DEFAULT_URL = "ws://127.0.0.1:18789";
 
+/**
+ * The exit codes of `sessions-gateway`, as `[code, meaning]`: 0 success, 1 failure (unreachable gateway, refused
+ * call, failed run, store in use), 2 usage error. Every `--help` prints this table.
+ */
 export const EXIT_CODES: readonly (readonly [code: number, meaning: string])[] = [
   [0, "success (serve: stopped by SIGINT/SIGTERM after draining)"],
   [
@@ -39,6 +54,7 @@ export const EXIT_CODES: readonly (readonly [code: number, meaning: string])[] =
   [2, "usage: unknown command or option, a missing argument or an invalid value"],
 ];
 
+/** The environment variables `sessions-gateway` reads, as `[name, meaning]`, printed by every `--help`. */
 export const ENVIRONMENT: readonly (readonly [name: string, meaning: string])[] = [
   ["SESSIONS_GATEWAY_TOKEN", "the operator token: serve requires it off loopback; client commands send it"],
   ["SESSIONS_GATEWAY_URL", `the gateway client commands talk to (default ${DEFAULT_URL})`],
@@ -63,6 +79,10 @@ const CLIENT_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   json: { type: "boolean", description: "print the answer as JSON instead of a table" },
 };
 
+/**
+ * `sessions-gateway serve`: its options (`--config`, `--port`, `--host`, `--db`, `--store`, `--drain-ms`, …) and
+ * its help text.
+ */
 export const SERVE: CommandSpec = {
   name: "serve",
   summary: "run a gateway: the WebSocket server, the store and an agent runner, until SIGINT/SIGTERM",
@@ -216,6 +236,7 @@ export const SESSIONS_PATCH: CommandSpec = {
   examples: ["sessions-gateway sessions patch main --label home --send-policy deny"],
 };
 
+/** Every command of `sessions-gateway`, in the order the top-level help lists them: `serve`, then `sessions …`. */
 export const COMMANDS: readonly CommandSpec[] = [
   SERVE,
   SESSIONS_LIST,

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import chromium from "@sparticuz/chromium";
-import { type Browser, chromium as playwright } from "playwright-core";
+import { type Browser, type Page, chromium as playwright } from "playwright-core";
 
 /**
  * A real Chromium: `SESSIONS_CHROMIUM` (a path) when set, e.g. a system `/usr/bin/chromium`, else the binary the
@@ -12,13 +12,27 @@ export async function launchChromium(): Promise<Browser> {
   return playwright.launch({ executablePath, args: ["--no-sandbox"] });
 }
 
+/** A page in a fresh browser context (its own storage: another visitor), failing fast rather than at 30 s. */
+export async function freshPage(
+  browser: Browser,
+  viewport: { width: number; height: number } = { width: 1280, height: 900 },
+): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  page.setDefaultTimeout(10_000);
+  return page;
+}
+
 const repoRoot = resolve(import.meta.dirname, "..", "..", "..");
+
+/** The screenshots the browser tests write: the pictures in the README and docs/console.md. */
+export const SCREENSHOTS = ["console.png", "console-outbox.png", "console-phone.png", "webchat.png"] as const;
+export type ScreenshotName = (typeof SCREENSHOTS)[number];
 
 /**
  * Where screenshots go: `docs/images/` when `SESSIONS_UPDATE_SCREENSHOTS=1` (to refresh the README's pictures),
  * else `.vitest/screenshots/` (ignored by git), so an ordinary test run leaves the work tree clean.
  */
-export function screenshotPath(name: string): string {
+export function screenshotPath(name: ScreenshotName): string {
   const dir =
     process.env.SESSIONS_UPDATE_SCREENSHOTS === "1"
       ? join(repoRoot, "docs", "images")

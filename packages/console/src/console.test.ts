@@ -1,19 +1,24 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, screenshotPath } from "./chromium.fixture.js";
+import { freshPage, launchChromium, screenshotPath } from "./chromium.fixture.js";
 import { type DemoGateway, startDemoGateway } from "./demo-gateway.fixture.js";
 
 const ADMIN = "admin-token-for-tests";
-const READER = "reader-token-for-tests";
 const MAIN = "agent:main:main";
 const OPS = "agent:ops:console:group:ops";
+const LOBBY = "agent:ops:console:group:lobby";
+const FLAKY = "agent:ops:console:group:flaky";
+const ARCHIVE = "agent:ops:console:group:archive";
 
 let demo: DemoGateway;
 let browser: Browser;
 let page: Page;
+/** The keys of the sub-agents the demo story spawned, by label. */
+let research: string;
+let watcher: string;
 
-async function logIn(token: string, viewport = { width: 1280, height: 900 }): Promise<Page> {
-  const p = await browser.newPage({ viewport });
+async function logIn(token: string): Promise<Page> {
+  const p = await freshPage(browser);
   await p.goto(demo.url);
   await p.getByLabel("Token", { exact: true }).fill(token);
   await p.getByLabel("Token", { exact: true }).press("Enter");
@@ -23,25 +28,32 @@ async function logIn(token: string, viewport = { width: 1280, height: 900 }): Pr
 
 const row = (p: Page, key: string) => p.locator(`li[data-key="${key}"] > button.session`);
 const childrenOf = (p: Page, key: string) => p.locator(`li[data-key="${key}"] > ul > li`);
+/** The sessions the tree shows as matches (not the dimmed ancestors kept for shape), sorted. */
+const matched = async (p: Page) =>
+  (await p.locator("li.node:not(.ancestor)").evaluateAll((els) => els.map((e) => e.getAttribute("data-key"))))
+    .map(String)
+    .sort();
+const ancestors = (p: Page) =>
+  p.locator("li.node.ancestor").evaluateAll((els) => els.map((e) => e.getAttribute("data-key")));
 
 async function select(p: Page, key: string): Promise<void> {
-  // Keyboard: focus the row and press Enter.
-  await row(p, key).focus();
-  await p.keyboard.press("Enter");
-  await p.getByRole("heading", { level: 2 }).and(p.locator("#detail-title")).waitFor();
+  await row(p, key).click();
   await expect.poll(() => p.locator(".facts code").first().textContent()).toBe(key);
 }
 
 describe("the operator console in Chromium", () => {
   beforeAll(async () => {
     [demo, browser] = await Promise.all([
-      startDemoGateway({
-        tokens: [
-          { token: ADMIN, label: "admin" },
-          { token: READER, label: "reader", scopes: ["operator.read"] },
-        ],
-      }),
+      startDemoGateway({ tokens: [{ token: ADMIN, label: "admin" }] }),
       launchChromium(),
+    ]);
+    const { sessions } = await demo.gateway.sessions.list({ limit: 50 });
+    const byLabel = (label: string) => sessions.find((s) => s.label === label && s.spawnedBy === MAIN)?.key;
+    research = byLabel("research") ?? "";
+    watcher = byLabel("watcher") ?? "";
+    expect([research, watcher]).toEqual([
+      expect.stringMatching(/^agent:research:subagent:/),
+      expect.stringMatching(/^agent:research:subagent:/),
     ]);
   });
 
@@ -51,46 +63,104 @@ describe("the operator console in Chromium", () => {
   });
 
   it("logs in with a token; a wrong token is refused", async () => {
-    const p = await browser.newPage();
+    const p = await freshPage(browser);
     await p.goto(demo.url);
     await expect(p.title()).resolves.toBe("sessions console");
     await p.getByLabel("Token", { exact: true }).fill("not-the-token");
     await p.getByRole("button", { name: "Log in", exact: true }).click();
     await expect.poll(() => p.getByRole("alert").textContent()).toContain("refused");
+    await expect(p.getByRole("navigation", { name: "Console sections" }).count()).resolves.toBe(0);
     await p.close();
     page = await logIn(ADMIN);
     await expect(page.getByRole("navigation", { name: "Console sections" }).isVisible()).resolves.toBe(true);
     await expect(page.locator(".tag.readonly").count()).resolves.toBe(0);
   });
 
-  it("shows the demo's sessions tree, with filters", async () => {
+  it("shows the demo's sessions tree: who spawned whom", async () => {
     await row(page, MAIN).waitFor();
-    // The researcher and the watcher hang under the main session that spawned them.
-    await expect(childrenOf(page, MAIN).count()).resolves.toBe(2);
+    // The researcher and the watcher hang under the main session that spawned them, newest first.
+    await expect(
+      childrenOf(page, MAIN).evaluateAll((els) => els.map((e) => e.getAttribute("data-key"))),
+    ).resolves.toEqual([watcher, research]);
     await expect(childrenOf(page, MAIN).allTextContents()).resolves.toEqual([
       expect.stringContaining("watcher"),
       expect.stringContaining("research"),
     ]);
+    await expect(matched(page)).resolves.toEqual(
+      [ARCHIVE, FLAKY, LOBBY, OPS, MAIN, research, watcher].sort(),
+    );
+    await expect(ancestors(page)).resolves.toEqual([]);
     await expect(row(page, OPS).textContent()).resolves.toContain("#ops");
-    await expect(row(page, "agent:ops:console:group:lobby").textContent()).resolves.toContain("group");
+    await expect(row(page, LOBBY).textContent()).resolves.toContain("group");
+  });
 
-    await page.getByLabel("Kind", { exact: true }).selectOption("group");
-    await expect.poll(() => page.locator("li.node:not(.ancestor)").count()).toBe(3);
-    await page.getByLabel("Kind", { exact: true }).selectOption("");
-    await page.getByLabel("Agent", { exact: true }).selectOption("research");
+  it("filters by kind, channel, agent and activity, and searches labels and keys", async () => {
+    const filter = (label: string, value: string) =>
+      page.getByLabel(label, { exact: true }).selectOption(value);
+    const search = (text: string) => page.getByLabel("Search labels and keys", { exact: true }).fill(text);
+
+    await filter("Kind", "group");
+    await expect.poll(() => matched(page)).toEqual([ARCHIVE, FLAKY, LOBBY, OPS]);
+    await filter("Kind", "main");
+    await expect.poll(() => matched(page)).toEqual([MAIN]);
+    await filter("Kind", "");
+
+    // The watcher lives in a thread on the console channel; the researcher has no channel of its own.
+    await filter("Channel", "unknown");
+    await expect.poll(() => matched(page)).toEqual([research]);
+    await expect(ancestors(page)).resolves.toEqual([MAIN]);
+    await filter("Channel", "console");
+    await expect.poll(() => matched(page)).toEqual([ARCHIVE, FLAKY, LOBBY, OPS, MAIN, watcher].sort());
+    await filter("Channel", "");
+
+    await filter("Agent", "research");
     // The matches, with their parent kept (dimmed) for the shape of the tree.
-    await expect.poll(() => page.locator("li.node:not(.ancestor)").count()).toBe(2);
-    await expect(page.locator("li.node.ancestor").getAttribute("data-key")).resolves.toBe(MAIN);
-    await page.getByLabel("Agent", { exact: true }).selectOption("");
-    await page.getByLabel("Search labels and keys", { exact: true }).fill("lobby");
-    await expect.poll(() => page.locator("li.node").count()).toBe(1);
-    await page.getByLabel("Search labels and keys", { exact: true }).fill("");
-    await page.getByLabel("Activity", { exact: true }).selectOption("5m");
-    await expect.poll(() => page.locator("li.node").count()).toBe(6);
-    await page.getByLabel("Channel", { exact: true }).selectOption("console");
-    await expect.poll(() => page.locator("li.node:not(.ancestor)").count()).toBe(5);
-    await page.getByLabel("Channel", { exact: true }).selectOption("");
-    await page.getByLabel("Activity", { exact: true }).selectOption("any");
+    await expect.poll(() => matched(page)).toEqual([research, watcher].sort());
+    await expect(ancestors(page)).resolves.toEqual([MAIN]);
+    await filter("Agent", "ops");
+    await expect.poll(() => matched(page)).toEqual([ARCHIVE, FLAKY, LOBBY, OPS]);
+    await filter("Agent", "");
+
+    // #archive was last active three hours ago; everything else just now.
+    await filter("Activity", "5m");
+    await expect.poll(() => matched(page)).toEqual([FLAKY, LOBBY, OPS, MAIN, research, watcher].sort());
+    await filter("Activity", "1h");
+    await expect.poll(() => matched(page)).not.toContain(ARCHIVE);
+    await filter("Activity", "24h");
+    await expect.poll(() => matched(page)).toContain(ARCHIVE);
+    // Running now: only the session with a run under way.
+    await filter("Activity", "running");
+    await expect.poll(() => matched(page)).toEqual([]);
+    await demo.gateway.call("chat.send", {
+      sessionKey: MAIN,
+      message: "slow please",
+      idempotencyKey: "f-slow",
+    });
+    await expect.poll(() => matched(page)).toEqual([MAIN]);
+    await demo.gateway.call("chat.abort", { sessionKey: MAIN });
+    await expect.poll(() => matched(page)).toEqual([]);
+    await filter("Activity", "any");
+
+    // A label alone ("watcher" is in no key), a key ("lobby"), a display name ("#flaky"), case-insensitive.
+    await search("WATCHER");
+    await expect.poll(() => matched(page)).toEqual([watcher]);
+    await expect(ancestors(page)).resolves.toEqual([MAIN]);
+    await search("lobby");
+    await expect.poll(() => matched(page)).toEqual([LOBBY]);
+    await search("#flaky");
+    await expect.poll(() => matched(page)).toEqual([FLAKY]);
+    // Filters combine.
+    await search("o");
+    await filter("Kind", "group");
+    await filter("Activity", "5m");
+    await expect.poll(() => matched(page)).toEqual([FLAKY, LOBBY, OPS]);
+    await search("nothing matches this");
+    await expect.poll(() => page.locator("li.node").count()).toBe(0);
+    await expect(page.getByText("0 of 7 sessions").count()).resolves.toBe(1);
+    await search("");
+    await filter("Kind", "");
+    await filter("Activity", "any");
+    await expect.poll(() => page.locator("li.node").count()).toBe(7);
   });
 
   it("opens a transcript: tool calls and inter-session messages are shown as such", async () => {
@@ -99,16 +169,22 @@ describe("the operator console in Chromium", () => {
     await expect
       .poll(() => transcript.textContent())
       .toContain("research how agents coordinate across chats");
-    await expect(
-      transcript.locator(".tool summary").filter({ hasText: "sessions_spawn" }).count(),
-    ).resolves.toBe(4);
-    const result = transcript.locator('li[data-role="inter-session"]').first();
-    await expect(result.locator(".author").textContent()).resolves.toMatch(
-      /^sub-agent result · agent:research:subagent:/,
+    // Tool calls are folded under their name: two spawns (call and result each), a list, a history, two sends.
+    const tools = transcript.locator(".tool summary");
+    await expect(tools.filter({ hasText: "sessions_spawn" }).count()).resolves.toBe(4);
+    for (const tool of ["sessions_list", "sessions_history", "sessions_send"])
+      await expect(tools.filter({ hasText: tool }).count()).resolves.toBeGreaterThan(0);
+    // A sub-agent's result arrives as an inter-session message from its session, never as the user.
+    const results = transcript.locator('li[data-role="inter-session"]');
+    await expect(results.first().locator(".author").textContent()).resolves.toBe(
+      `sub-agent result · ${research}`,
     );
-    await expect(result.textContent()).resolves.toContain("Status: success");
-    // A tool call opens with the keyboard.
-    await transcript.locator(".tool summary").first().focus();
+    await expect(results.first().textContent()).resolves.toContain("Status: success");
+    await expect(
+      transcript.locator('li[data-role="user"]').filter({ hasText: "Status: success" }).count(),
+    ).resolves.toBe(0);
+    // A tool call opens with the keyboard and shows its input.
+    await tools.first().focus();
     await page.keyboard.press("Enter");
     await expect(transcript.locator("details.tool[open] pre").first().textContent()).resolves.toContain(
       '"agentId": "research"',
@@ -116,77 +192,30 @@ describe("the operator console in Chromium", () => {
     await page.locator(":focus").blur();
     await page.screenshot({ path: screenshotPath("console.png") });
 
+    // In the ops room, main's sessions_send arrives from main's session, marked with the tool that sent it.
     await select(page, OPS);
     const routed = transcript.locator('li[data-role="inter-session"]').first();
     await expect
       .poll(() => routed.locator(".author").textContent())
       .toBe(`from session ${MAIN} · sessions_send`);
+    await expect(routed.textContent()).resolves.toContain("schedule the v2 deploy");
   });
 
-  it("changes a session's visibility and clears it again", async () => {
-    await select(page, MAIN);
-    await page.getByLabel("Visibility", { exact: true }).selectOption("self");
-    await page.getByRole("button", { name: "Save", exact: true }).click();
-    await expect.poll(() => page.locator(".settings [role=status]").textContent()).toBe("Saved.");
-    const visibilityOf = async () =>
-      (await demo.gateway.sessions.list({ limit: 50 })).sessions.find((s) => s.key === MAIN)?.visibility;
-    expect(await visibilityOf()).toBe("self");
-    await page.getByLabel("Visibility", { exact: true }).selectOption("inherit");
-    await page.getByRole("button", { name: "Save", exact: true }).click();
-    await expect.poll(visibilityOf).toBeUndefined();
-  });
-
-  it("denies sends for a session: a sessions_send to it is refused at delivery, a delivering send at once", async () => {
-    await select(page, OPS);
-    await page.getByLabel("Send policy", { exact: true }).selectOption("deny");
-    await page.getByRole("button", { name: "Save", exact: true }).click();
-    await expect.poll(() => page.locator(".settings [role=status]").textContent()).toBe("Saved.");
-    await expect.poll(() => row(page, OPS).textContent()).toContain("sends denied");
-    const entry = (await demo.gateway.sessions.list({ limit: 50 })).sessions.find((s) => s.key === OPS);
-    expect(entry?.sendPolicy).toBe("deny");
-
-    // The operator asks for a delivered reply in the denied room: refused by the gateway.
-    await page.getByLabel("Message as operator", { exact: true }).fill("anyone here?");
-    await page.getByLabel("Deliver the reply to the session's channel", { exact: true }).check();
-    await page.getByRole("button", { name: "Send", exact: true }).click();
-    await expect
-      .poll(() => page.locator(".composer [role=alert]").textContent())
-      .toContain("Send policy denies");
-
-    // Main's agent calls sessions_send to the room: the run happens, its announce is suppressed.
-    await select(page, MAIN);
-    await page.getByLabel("Message as operator", { exact: true }).fill("tell ops the deploy moved to 15:00");
-    await page.getByRole("button", { name: "Send", exact: true }).click();
-    await demo.idle();
-    await page.getByRole("button", { name: "Outbox", exact: true }).click();
-    await page.getByLabel("Status", { exact: true }).selectOption("suppressed");
-    const card = page.locator(`li.card[data-status="suppressed"]`).filter({ hasText: OPS });
-    await expect.poll(() => card.count()).toBeGreaterThan(0);
-    await expect(card.first().locator(".reason").textContent()).resolves.toMatch(/deny/);
-    expect(demo.posted.filter((p) => p.to === "#ops" && p.kind === "announce")).toHaveLength(1);
-    await page.screenshot({ path: screenshotPath("console-outbox.png") });
-    await page.getByRole("button", { name: "Sessions", exact: true }).click();
-  });
-
-  it("aborts a running run", async () => {
-    await select(page, MAIN);
-    await page.getByLabel("Message as operator", { exact: true }).fill("slow job, please");
-    await page.getByRole("button", { name: "Send", exact: true }).click();
-    const live = page.getByRole("region", { name: "Runs under way" });
-    await live.getByRole("button", { name: "Abort run", exact: true }).click();
-    await live.waitFor({ state: "detached" });
-    await page.getByRole("button", { name: "Runs", exact: true }).click();
-    await expect.poll(() => page.locator(".tag.state-aborted").count()).toBe(1);
-    await expect((await demo.gateway.store.listRunsByStatus(["running", "queued"])).length).toBe(0);
-    await page.getByRole("button", { name: "Sessions", exact: true }).click();
-  });
-
-  it("shows a spawned child appear live, with its announce in the parent's transcript", async () => {
+  it("keeps the tree live: a new session, a spawned child with its announce, a label set elsewhere", async () => {
     await select(page, MAIN);
     const results = page.locator('li[data-role="inter-session"]');
-    await expect.poll(() => results.count()).toBeGreaterThan(0);
-    const before = await results.count();
-    // A message arrives from the chat platform; nothing in the page reloads.
+    await results.first().waitFor();
+    // Messages arrive from the chat platform; nothing in the page reloads.
+    await demo.gateway.receive({
+      channel: "console",
+      chatType: "group",
+      peerId: "fresh",
+      senderId: "sam",
+      to: "#fresh",
+      text: "a new room",
+      agentId: "ops",
+    });
+    await row(page, "agent:ops:console:group:fresh").waitFor();
     await demo.gateway.receive({
       channel: "console",
       chatType: "direct",
@@ -197,92 +226,40 @@ describe("the operator console in Chromium", () => {
       text: "research live consoles",
     });
     await expect.poll(() => childrenOf(page, MAIN).count()).toBe(3);
-    await expect.poll(() => results.count()).toBe(before + 1);
-    await expect(results.last().textContent()).resolves.toContain(
-      "Every chat is a session with a stable key.",
-    );
+    const { sessions } = await demo.gateway.sessions.list({ limit: 50 });
+    const child = sessions.find((s) => s.spawnedBy === MAIN && s.key !== research && s.key !== watcher);
+    const announce = results.filter({ hasText: `sub-agent result · ${child?.key}` });
+    await announce.waitFor();
+    await expect(announce.textContent()).resolves.toContain("Every chat is a session with a stable key");
+    // Another operator labels the new child: the tree shows it without a reload.
+    await demo.gateway.call("sessions.patch", { key: child?.key, label: "live consoles" });
+    await expect.poll(() => row(page, child?.key ?? "").textContent()).toContain("live consoles");
   });
 
-  it("retries a failed delivery from the outbox", async () => {
-    await page.getByRole("button", { name: "Outbox", exact: true }).click();
-    await page.getByLabel("Status", { exact: true }).selectOption("");
-    const card = page.locator("li.card").filter({ hasText: "#flaky" });
-    await expect.poll(() => card.getAttribute("data-status")).toBe("failed");
-    await expect(card.locator(".reason").textContent()).resolves.toBe("the #flaky room is unreachable");
-    demo.flaky.down = false;
-    await card.getByRole("button", { name: "Retry", exact: true }).click();
-    await expect.poll(() => card.getAttribute("data-status")).toBe("delivered");
-    expect(demo.posted.filter((p) => p.to === "#flaky")).toHaveLength(1);
-  });
-
-  it("lists thread bindings", async () => {
-    await page.getByRole("button", { name: "Bindings", exact: true }).click();
-    const rows = page.locator(".grid tbody tr");
-    await expect.poll(() => rows.count()).toBe(1);
-    await expect(rows.first().textContent()).resolves.toContain("console:@alice › thread 1");
-    await rows.first().getByRole("button").click();
-    await expect.poll(() => page.locator("#detail-title").textContent()).toBe("watcher");
-  });
-
-  it("works at phone width", async () => {
-    const phone = await logIn(ADMIN, { width: 390, height: 844 });
-    await row(phone, MAIN).click();
-    await phone.getByRole("button", { name: "← Sessions", exact: true }).waitFor();
-    await expect(phone.locator(".tree-pane").isVisible()).resolves.toBe(false);
-    const width = await phone.evaluate(() => document.documentElement.scrollWidth);
-    expect(width).toBeLessThanOrEqual(390);
-    await phone.screenshot({ path: screenshotPath("console-phone.png") });
-    await phone.getByRole("button", { name: "← Sessions", exact: true }).click();
-    await expect(phone.locator(".tree-pane").isVisible()).resolves.toBe(true);
-    await phone.close();
-  });
-
-  it("a read-only token sees everything and can change nothing", async () => {
-    const reader = await logIn(READER);
-    await reader.locator(".tag.readonly").waitFor();
-    await select(reader, OPS);
-    await expect(reader.getByRole("button", { name: "Save", exact: true }).isDisabled()).resolves.toBe(true);
-    await expect(reader.getByLabel("Send policy", { exact: true }).isDisabled()).resolves.toBe(true);
-    await expect(reader.getByLabel("Label", { exact: true }).isDisabled()).resolves.toBe(true);
-    await expect(reader.getByLabel("Message as operator", { exact: true }).count()).resolves.toBe(0);
-    await expect.poll(() => reader.getByRole("list", { name: "Transcript" }).textContent()).toContain("v2");
-    // Even a request made by hand from the page is refused by the gateway.
-    const outcome = await reader.evaluate(async () => {
-      const ws = new WebSocket(`ws://${location.host}`);
-      const frames: { id?: string; ok?: boolean; error?: { details?: { code?: string } } }[] = [];
-      ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)));
-      await new Promise((r) => (ws.onopen = r));
-      const call = (id: string, method: string, params: unknown) => {
-        ws.send(JSON.stringify({ type: "req", id, method, params }));
-        return new Promise<(typeof frames)[number]>((resolve) => {
-          const check = () => {
-            const found = frames.find((f) => f.id === id);
-            if (found) resolve(found);
-            else setTimeout(check, 10);
-          };
-          check();
-        });
-      };
-      await new Promise((r) => setTimeout(r, 50));
-      const client = { id: "probe", version: "0", platform: "browser", mode: "backend" };
-      const token = JSON.parse(sessionStorage.getItem("sessions.console.login") ?? "{}").token;
-      await call("c", "connect", {
-        minProtocol: 4,
-        maxProtocol: 4,
-        client,
-        scopes: ["operator.admin"],
-        auth: { token },
-      });
-      const patched = await call("p", "sessions.patch", {
-        key: "agent:ops:console:group:ops",
-        sendPolicy: "allow",
-      });
-      ws.close();
-      return patched;
-    });
-    expect(outcome.ok).toBe(false);
-    const entry = (await demo.gateway.sessions.list({ limit: 50 })).sessions.find((s) => s.key === OPS);
-    expect(entry?.sendPolicy).toBe("deny");
-    await reader.close();
+  it("talks to the gateway over its WebSocket only: no other API, no other host", async () => {
+    const p = await freshPage(browser);
+    const requests: string[] = [];
+    const sockets: string[] = [];
+    p.on("request", (r) => requests.push(`${r.method()} ${r.resourceType()} ${r.url()}`));
+    p.on("websocket", (ws) => sockets.push(ws.url()));
+    await p.goto(demo.url);
+    await p.getByLabel("Token", { exact: true }).fill(ADMIN);
+    await p.getByLabel("Token", { exact: true }).press("Enter");
+    await select(p, MAIN);
+    for (const tab of ["Runs", "Outbox", "Bindings", "Sessions"])
+      await p.getByRole("button", { name: tab, exact: true }).click();
+    await p.goto(`${demo.url}chat`);
+    await p.locator(".session-key code").waitFor();
+    const origin = demo.url.replace(/\/$/, "");
+    const host = new URL(demo.url).host;
+    // Static files (GET) from the gateway itself; everything else is frames on the gateway's WebSocket.
+    for (const request of requests)
+      expect(request).toMatch(
+        new RegExp(`^GET (document|script|stylesheet|image|other|websocket) ${origin}/(chat|assets/\\S+)?$`),
+      );
+    expect(requests.filter((r) => r.startsWith("GET document")).length).toBe(2);
+    expect(sockets.length).toBeGreaterThan(0);
+    for (const url of sockets) expect(url).toMatch(new RegExp(`^ws://${host}/?$`));
+    await p.close();
   });
 });

@@ -134,6 +134,23 @@ describe("sessions tree", () => {
     ).toEqual(["agent:main:cron:nightly"]);
   });
 
+  it("filters by activity: a run under way, or updated within 5 minutes, an hour, a day", () => {
+    const now = 10 * 86_400_000;
+    const ages = { fresh: 60_000, tenMinutes: 600_000, twoHours: 7_200_000, twoDays: 172_800_000 };
+    const infos = Object.entries(ages).map(([name, age]) =>
+      describeRow(row(`agent:main:cron:${name}`, { updatedAt: now - age })),
+    );
+    const shown = (activity: string, running = new Set<string>()) =>
+      flatten(buildTree(infos, { ...NO_FILTERS, activity }, now, running))
+        .map((n) => n.row.key.split(":")[3])
+        .sort();
+    expect(shown("any")).toEqual(["fresh", "tenMinutes", "twoDays", "twoHours"]);
+    expect(shown("5m")).toEqual(["fresh"]);
+    expect(shown("1h")).toEqual(["fresh", "tenMinutes"]);
+    expect(shown("24h")).toEqual(["fresh", "tenMinutes", "twoHours"]);
+    expect(shown("running", new Set(["agent:main:cron:twoDays"]))).toEqual(["twoDays"]);
+  });
+
   it("shows every matching row exactly once, with its ancestors, whatever the spawnedBy graph (cycles too)", () => {
     const keys = Array.from({ length: 8 }, (_, i) => `agent:main:subagent:${i}`);
     fc.assert(

@@ -159,8 +159,6 @@ export const METHOD_PAYLOADS = {
     defaultId: z.string(),
     mainKey: z.string(),
     scope: z.string(),
-    // Ours: `session.dmScope` (how direct chats map to sessions); OpenClaw gateways omit it.
-    dmScope: z.string().optional(),
     agents: z.array(z.object({ id: z.string(), name: z.string().optional() })),
   }),
   "deliveries.get": DeliveryRecordSchema,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
 import { SessionsError } from "./errors.js";
+import { DM_SCOPES, type DmScope } from "./keys.js";
 import { LIMITS } from "./limits.js";
 import { toSessionsError } from "./schema-errors.js";
 
@@ -133,6 +134,27 @@ export interface HelloOk {
 export const GATEWAY_CAPABILITIES = ["agent.spawnedBy"] as const;
 /** An extension our gateway announces in `hello-ok` `features.capabilities`. */
 export type GatewayCapability = (typeof GATEWAY_CAPABILITIES)[number];
+
+/**
+ * Our gateway also names its `session.dmScope` (how direct chats map to sessions: what a web chat needs to key its
+ * visitor) in `hello-ok` `features.capabilities`, as `session.dmScope=<scope>`: OpenClaw's `hello-ok` and
+ * `agents.list` schemas are closed and have no field for it. An OpenClaw gateway names none.
+ */
+export const DM_SCOPE_CAPABILITY_PREFIX = "session.dmScope=";
+
+/** The capability naming `scope`: `session.dmScope=per-peer`. */
+export function dmScopeCapability(scope: DmScope): string {
+  return `${DM_SCOPE_CAPABILITY_PREFIX}${scope}`;
+}
+
+/** The `session.dmScope` a `hello-ok` names, or `undefined` when it names none or an unknown one. */
+export function dmScopeOf(hello: {
+  features?: { capabilities?: readonly string[] | undefined } | undefined;
+}): DmScope | undefined {
+  const named = hello.features?.capabilities?.find((c) => c.startsWith(DM_SCOPE_CAPABILITY_PREFIX));
+  const value = named?.slice(DM_SCOPE_CAPABILITY_PREFIX.length);
+  return DM_SCOPES.find((scope) => scope === value);
+}
 
 /** The events a gateway can send. */
 export const GATEWAY_EVENTS = [

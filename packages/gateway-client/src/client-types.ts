@@ -159,7 +159,10 @@ export interface GatewayClient {
     params: MethodParams<"agent.wait">,
     options?: RequestOptions,
   ): Promise<MethodPayload<"agent.wait">>;
-  agents: { list(options?: RequestOptions): Promise<MethodPayload<"agents.list">> };
+  agents: {
+    /** `agents.list`: the configured agents, the default agent id and the main session key. */
+    list(options?: RequestOptions): Promise<MethodPayload<"agents.list">>;
+  };
   deliveries: {
     /** `deliveries.get`: one outbox record. */
     get(

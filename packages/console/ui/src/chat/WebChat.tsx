@@ -1,9 +1,10 @@
+import { dmScopeOf } from "@sessions/core";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { MessageView, StreamingView } from "../components/MessageView.js";
 import { type Connected, connection, errorText, logout, newKey } from "../lib/connection.js";
 import { useStore } from "../lib/store.js";
 import { useTranscript } from "../lib/use-transcript.js";
-import { type DmScope, webchatKey } from "../lib/webchat-key.js";
+import { webchatKey } from "../lib/webchat-key.js";
 import { visitorId } from "./visitor.js";
 
 function Conversation({ connected, sessionKey }: { connected: Connected; sessionKey: string }) {
@@ -134,19 +135,10 @@ export function WebChat({ connected }: { connected: Connected }) {
   const defaults = connected.hello.snapshot?.sessionDefaults;
   const params = new URLSearchParams(location.search);
   const agentId = params.get("agent") ?? defaults?.defaultAgentId ?? "main";
-  const [dmScope, setDmScope] = useState<DmScope | undefined>(undefined);
+  // hello-ok names the gateway's session.dmScope (ours does; without it, the main session, as OpenClaw's web chat).
+  const dmScope = dmScopeOf(connected.hello) ?? "main";
   const visitor = useMemo(visitorId, []);
-  useEffect(() => {
-    // agents.list names the gateway's dmScope (ours does; without it, the main session, OpenClaw's web chat).
-    connected.client.agents.list().then(
-      (list) => setDmScope(((list as { dmScope?: DmScope }).dmScope ?? "main") as DmScope),
-      () => setDmScope("main"),
-    );
-  }, [connected]);
-  const sessionKey =
-    dmScope === undefined
-      ? undefined
-      : webchatKey({ agentId, visitor, dmScope, mainKey: defaults?.mainKey ?? "main" });
+  const sessionKey = webchatKey({ agentId, visitor, dmScope, mainKey: defaults?.mainKey ?? "main" });
   return (
     <div class="webchat">
       <header class="top">
@@ -161,12 +153,10 @@ export function WebChat({ connected }: { connected: Connected }) {
         </nav>
       </header>
       <main>
-        {sessionKey && (
-          <p class="muted small session-key">
-            Session <code>{sessionKey}</code>
-          </p>
-        )}
-        {sessionKey && <Conversation connected={connected} sessionKey={sessionKey} />}
+        <p class="muted small session-key">
+          Session <code>{sessionKey}</code>
+        </p>
+        <Conversation connected={connected} sessionKey={sessionKey} />
       </main>
     </div>
   );

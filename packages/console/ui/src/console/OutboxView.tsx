@@ -5,6 +5,7 @@ import type { ConsoleModel } from "../lib/console-model.js";
 import { clock } from "../lib/format.js";
 
 const STATUSES = ["", "queued", "delivered", "suppressed", "failed"] as const;
+const REFRESH_MS = 1000;
 
 function statusOf(d: DeliveryRecordPayload): string {
   if (d.status === "queued" && d.attempts > 0) return "retrying";
@@ -23,7 +24,14 @@ export function OutboxView({ model, onSelect }: { model: ConsoleModel; onSelect:
       model.client.deliveries.list({ limit: 200, ...(status ? { status } : {}) }).then(
         (page) => {
           if (!live) return;
-          setDeliveries(page.deliveries);
+          // A page fetched before a `delivery` event arrived must not undo it: the newer record of each stays.
+          setDeliveries((known) => {
+            const byId = new Map(known.map((d) => [d.id, d]));
+            return page.deliveries.map((d) => {
+              const seen = byId.get(d.id);
+              return seen !== undefined && seen.updatedAt > d.updatedAt ? seen : d;
+            });
+          });
           setError(undefined);
         },
         (e: unknown) => live && setError(errorText(e)),
@@ -38,8 +46,14 @@ export function OutboxView({ model, onSelect }: { model: ConsoleModel; onSelect:
       });
     });
     const offGap = onGap(() => void load());
+    // The gateway sends a `delivery` event when a delivery ends (delivered, suppressed, failed); new and retrying
+    // ones are fetched while the view is open.
+    const poll = setInterval(() => {
+      if (document.visibilityState === "visible") void load();
+    }, REFRESH_MS);
     return () => {
       live = false;
+      clearInterval(poll);
       offDelivery();
       offGap();
     };

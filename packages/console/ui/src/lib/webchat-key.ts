@@ -1,10 +1,9 @@
-import { buildPeerSessionKey } from "@sessions/core";
-
-export type DmScope = "main" | "per-peer" | "per-channel-peer" | "per-account-channel-peer";
+import { buildPeerSessionKey, type DmScope } from "@sessions/core";
 
 /**
  * The visitor's session key, per the key model (SPEC 1.4): a web visitor is a direct peer of channel `webchat`,
- * so the gateway's `session.dmScope` decides between the agent's main session and one session per visitor.
+ * so the gateway's `session.dmScope` (named in its `hello-ok`, `dmScopeOf`) decides between the agent's main session
+ * and one session per visitor.
  */
 export function webchatKey(options: {
   agentId: string;
