@@ -1,6 +1,8 @@
 // API reference for every published package, from the TSDoc in its source: `pnpm docs:api` → docs/api/ (git-ignored).
 // Entry points come from each package's `exports` map (`./dist/x.js` ↔ `src/x.ts`), so new packages and subpaths are
-// picked up without editing this file. Broken `{@link}`s and referenced-but-unexported types fail the run.
+// picked up without editing this file. Broken `{@link}`s, referenced-but-unexported types and exported symbols
+// without TSDoc (functions, classes, interfaces, type aliases, variables, enums, and the methods of exported
+// interfaces) fail the run: every warning is an error.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -41,12 +43,23 @@ export default {
   excludeInternal: true,
   sort: ["kind", "alphabetical"],
   packagesRequiringDocumentation: packages.map(({ pkg }) => pkg.name),
-  requiredToBeDocumented: ["Function", "Class", "Interface", "TypeAlias", "Variable", "Enum"],
+  // Every exported symbol and every method of an exported interface or class. Not each property: option fields are
+  // documented where they need it, and requiring it would bury the reference in "the id" / "the name" comments.
+  requiredToBeDocumented: [
+    "Function",
+    "Class",
+    "Interface",
+    "TypeAlias",
+    "Variable",
+    "Enum",
+    "Method",
+    "Accessor",
+  ],
   validation: {
     notExported: true,
     invalidLink: true,
     rewrittenLink: true,
-    notDocumented: false,
+    notDocumented: true,
     unusedMergeModuleWith: true,
   },
   treatValidationWarningsAsErrors: true,

@@ -40,13 +40,23 @@ const smoke = {
     browser: false,
   },
   "@sessions/adapter-discord": {
-    expr: 'typeof m.createDiscordAdapter === "function" && m.parseDiscordTarget("user:1").kind === "user"',
+    expr: 'typeof m.createDiscordAdapter === "function" && m.parseDiscordTarget("user:123456789012345678").kind === "user"',
     types: 'export type Config = import("@sessions/adapter-discord").DiscordAdapterConfig;',
     browser: false,
   },
   "@sessions/adapter-slack": {
     expr: 'typeof m.createSlackAdapter === "function" && m.slackChannelId("channel:c1") === "C1"',
     types: 'export type Config = import("@sessions/adapter-slack").SlackAdapterConfig;',
+    browser: false,
+  },
+  "@sessions/adapter-matrix": {
+    expr: 'typeof m.createMatrixAdapter === "function" && m.matrixRoomId("group:!abc:example.org") === "!abc:example.org"',
+    types: 'export type Config = import("@sessions/adapter-matrix").MatrixAdapterConfig;',
+    browser: false,
+  },
+  "@sessions/console": {
+    expr: 'typeof m.consoleAssetsDir === "function" && typeof m.consoleAssetsDir() === "string"',
+    types: "export const dir: string = m.consoleAssetsDir();",
     browser: false,
   },
   "@sessions/testing": {
@@ -77,6 +87,7 @@ const packages = publicPackages();
 
 const work = mkdtempSync(join(tmpdir(), "sessions-pack-"));
 const failures = [];
+let current = "";
 const step = (label, fn) => {
   try {
     fn();
@@ -84,13 +95,14 @@ const step = (label, fn) => {
   } catch (error) {
     const out = [error.stdout, error.stderr, error.message].filter(Boolean).join("\n");
     console.log(`  FAIL ${label}\n${out.replace(/^/gm, "       ")}`);
-    failures.push(label);
+    failures.push(current === "" ? label : `${current}: ${label}`);
   }
 };
 
 try {
   const tarballs = [];
   for (const { dir, manifest } of packages) {
+    current = manifest.name;
     console.log(`${manifest.name}`);
     let tarball;
     step("pack (prepack guard: dist present and newer than src)", () => {
@@ -110,7 +122,9 @@ try {
     join(consumer, "package.json"),
     JSON.stringify({ name: "consumer", private: true, type: "module" }),
   );
+  current = "";
   console.log("npm install of the tarballs into an empty project");
+  const before = failures.length;
   step("npm install", () =>
     run(
       "npm",
@@ -129,8 +143,10 @@ try {
     ),
   );
 
-  for (const { name } of tarballs) {
+  // Without the install (a package that did not pack, say), every check below would fail the same way: stop here.
+  for (const { name } of failures.length === before ? tarballs : []) {
     const check = smoke[name] ?? { expr: "Object.keys(m).length > 0", types: "export type T = typeof m;" };
+    current = name;
     console.log(`${name} as a dependency`);
     writeFileSync(
       join(consumer, "esm.mjs"),
