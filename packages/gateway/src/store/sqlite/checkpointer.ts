@@ -1,41 +1,46 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
-/** How often the background checkpointer copies the WAL back into the database file. */
-const CHECKPOINT_EVERY_MS = 100;
+/** The longest the checkpointer sleeps before it looks at its stop flag again (a missed wake-up costs no more). */
+const IDLE_CHECK_MS = 1_000;
 
 /**
- * The checkpointer's thread: its own connection to the file, a PASSIVE checkpoint every interval. PASSIVE never
- * waits for the writer or readers, so the gateway's transactions never wait for it either.
+ * The checkpointer's thread: its own connection to the file, and a PASSIVE checkpoint whenever the writer has
+ * committed since the last one. The writer says so through shared memory (a counter it bumps, `Atomics.notify`),
+ * not a message: a busy event loop could leave a message unread for as long as the burst lasts, while the thread
+ * sleeping in `Atomics.wait` wakes at once. PASSIVE never waits for the writer or readers, so the gateway's
+ * transactions never wait for it either.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
+const signal = new Int32Array(workerData.signal);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma("synchronous = " + workerData.synchronous);
-let stopped = false;
-const timer = setInterval(() => {
-  if (stopped) return;
+const checkpoint = () => {
   try {
     db.pragma("wal_checkpoint(PASSIVE)");
   } catch {
-    // A busy or failing checkpoint is tried again next time; the writer's own autocheckpoint is the backstop.
+    // A busy or failing checkpoint is tried again after the next commit; the writer's own autocheckpoint is the backstop.
   }
-}, workerData.everyMs);
-parentPort.on("message", (message) => {
-  if (message !== "stop") return;
-  stopped = true;
-  clearInterval(timer);
-  db.close();
-  parentPort.postMessage("stopped");
-});
-parentPort.postMessage("started");
+};
+let seen = Atomics.load(signal, 0);
+checkpoint();
+while (Atomics.load(signal, 1) === 0) {
+  if (Atomics.wait(signal, 0, seen, workerData.idleMs) === "timed-out") continue;
+  seen = Atomics.load(signal, 0);
+  if (Atomics.load(signal, 1) === 0) checkpoint();
+}
+db.close();
+parentPort.postMessage("stopped");
 `;
 
 /** better-sqlite3 as this module resolves it, so the worker loads the same driver. */
 const driverPath = (): string => createRequire(import.meta.url).resolve("better-sqlite3");
 
 export interface Checkpointer {
+  /** The writer committed: the worker checkpoints what it wrote (kicks during a checkpoint fold into one more). */
+  kick(): void;
   stop(): Promise<void>;
 }
 
@@ -44,12 +49,18 @@ export interface Checkpointer {
  * whichever COMMIT crosses `wal_autocheckpoint` pages, copying and syncing pages while every caller waits.
  * Returns undefined when no worker can be started (the caller keeps SQLite's own checkpoints then).
  */
-export function startCheckpointer(file: string, synchronous: "NORMAL" | "FULL"): Checkpointer | undefined {
+export function startCheckpointer(
+  file: string,
+  synchronous: "NORMAL" | "FULL",
+  idleMs: number = IDLE_CHECK_MS,
+): Checkpointer | undefined {
+  // [0] counts the writer's commits, [1] is set to stop the worker.
+  const signal = new Int32Array(new SharedArrayBuffer(8));
   let worker: Worker;
   try {
     worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { file, driver: driverPath(), synchronous, everyMs: CHECKPOINT_EVERY_MS },
+      workerData: { file, driver: driverPath(), synchronous, signal: signal.buffer, idleMs },
     });
   } catch {
     return undefined;
@@ -59,6 +70,10 @@ export function startCheckpointer(file: string, synchronous: "NORMAL" | "FULL"):
   worker.on("error", () => undefined);
   let stopping: Promise<void> | undefined;
   return {
+    kick() {
+      Atomics.add(signal, 0, 1);
+      Atomics.notify(signal, 0);
+    },
     stop() {
       stopping ??= new Promise<void>((resolve) => {
         const done = () => {
@@ -69,7 +84,9 @@ export function startCheckpointer(file: string, synchronous: "NORMAL" | "FULL"):
           if (message === "stopped") done();
           else worker.once("message", onMessage);
         });
-        worker.postMessage("stop");
+        Atomics.store(signal, 1, 1);
+        Atomics.add(signal, 0, 1);
+        Atomics.notify(signal, 0);
         // Never let a stuck worker hold `close()`.
         setTimeout(done, 1000).unref();
       });

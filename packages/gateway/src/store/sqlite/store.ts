@@ -135,6 +135,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         (units) => {
           const before = committedUnits;
           committedUnits += units;
+          checkpointer?.kick();
           const due = before < BACKGROUND_CHECKPOINTS_AFTER && committedUnits >= BACKGROUND_CHECKPOINTS_AFTER;
           if (due && file !== ":memory:" && !closed) {
             checkpointer = startCheckpointer(file, options.synchronous === "full" ? "FULL" : "NORMAL");
