@@ -34,13 +34,17 @@ export async function executeRun(
     if (ctx.tasks.closed) throw new SessionsError("unavailable", "gateway closed before the run started");
     if (control.aborted) throw control.reason;
     if (queued.status === "queued") {
-      // It waited behind another run: it may have been ended meanwhile (recovery, delete); else it starts now.
-      const latest = await store.getRun(queued.runId);
-      if (latest !== undefined && latest.status !== "queued") {
-        ended = latest;
-        return latest;
+      // It waited behind another run: it starts only if it is still queued and this gateway's, in one fenced
+      // write, since recovery on another gateway may have ended it or taken it over meanwhile.
+      if (!(await store.endRun(run, ctx.owner))) {
+        const latest = await store.getRun(queued.runId);
+        if (latest !== undefined) {
+          ended = latest;
+          return latest;
+        }
+        // Its record is gone: it runs all the same, as it was asked to.
+        await store.putRun(run);
       }
-      await store.putRun(run);
       ctx.runs.update(run);
     }
     emitStart(ctx, run);

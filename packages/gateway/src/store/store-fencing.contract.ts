@@ -52,6 +52,23 @@ export function describeFencingContract(open: () => SessionStore | Promise<Sessi
       await store.close();
     });
 
+    it("starts a queued run only while it is still queued and the caller's", async () => {
+      const store = await open();
+      await store.putRun(run("waiting", { owner: "gw-a" }));
+      expect(await store.endRun(run("waiting", { status: "running", owner: "gw-a" }), "gw-a")).toBe(true);
+      expect(await store.getRun("waiting")).toMatchObject({ status: "running", owner: "gw-a" });
+      // Recovery ended it while it waited in its lane: the late start leaves that end alone.
+      await store.putRun(run("recovered", { owner: "gw-a" }));
+      await store.putRun(run("recovered", { status: "error", owner: "gw-a", error: "gateway restarted" }));
+      expect(await store.endRun(run("recovered", { status: "running", owner: "gw-a" }), "gw-a")).toBe(false);
+      expect(await store.getRun("recovered")).toMatchObject({ status: "error", error: "gateway restarted" });
+      // Another gateway took it over, still queued: not the old owner's to start.
+      await store.putRun(run("taken", { owner: "gw-b" }));
+      expect(await store.endRun(run("taken", { status: "running", owner: "gw-a" }), "gw-a")).toBe(false);
+      expect(await store.getRun("taken")).toMatchObject({ status: "queued", owner: "gw-b" });
+      await store.close();
+    });
+
     it("undoes a fenced end with the rest of its unit, and a refused one throws nothing", async () => {
       const store = await open();
       await store.putRun(run("r", { status: "running", owner: "gw-a" }));

@@ -241,7 +241,8 @@ export interface StoreOps {
   /**
    * Records a run's end, only while the stored run is still under way (`queued` or `running`) and `owner`'s:
    * false, and nothing written, when it has ended already (another gateway recovered it while this one stalled)
-   * or changed hands. The fence that keeps a gateway waking from a pause from overwriting that end.
+   * or changed hands. The fence that keeps a gateway waking from a pause from overwriting that end. A queued run
+   * starts through it too (`run` then has status `running`), so a start never overwrites such an end either.
    */
   endRun(run: RunRecord, owner: string | undefined): Promise<boolean>;
   /** A run by id, if any. */
