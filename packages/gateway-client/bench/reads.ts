@@ -21,7 +21,7 @@ import {
   TARGET,
   TRANSCRIPT,
 } from "./harness.js";
-import { loadBetterSqlite, seedEntry, transcriptMessage } from "./seed.js";
+import { loadBetterSqlite, seedEntry, writeTranscriptRows } from "./seed.js";
 
 export async function listBench(gateway: Gateway, client: GatewayClient): Promise<void> {
   const store = gateway.store;
@@ -88,16 +88,7 @@ export async function historyBench(dbPath: string, gateway: Gateway, client: Gat
   const t = performance.now();
   const Database = loadBetterSqlite();
   const db = new Database(dbPath);
-  db.pragma("synchronous = NORMAL");
-  db.pragma("busy_timeout = 5000");
-  const insert = db.prepare("INSERT INTO messages (session_key, seq, data) VALUES (?, ?, ?)");
-  db.transaction(() => {
-    for (let seq = 1; seq <= TRANSCRIPT; seq++) {
-      const stored = { ...transcriptMessage(seq, now - DAY + seq), seq };
-      insert.run(key, seq, JSON.stringify(stored));
-    }
-  })();
-  db.pragma("wal_checkpoint(TRUNCATE)");
+  writeTranscriptRows(db, key, TRANSCRIPT, now);
   db.close();
   note(
     `seeded ${TRANSCRIPT.toLocaleString("en-US")} messages with better-sqlite3 (one transaction) in ${since(t)}`,

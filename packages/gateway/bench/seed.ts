@@ -1,8 +1,9 @@
-// The data the gateway bench seeds: a realistic mix of session entries and transcript messages.
+// The data the benches seed (the gateway's and the wire bench): a realistic mix of session entries and transcript
+// messages, and a long transcript written in the store's row format in one transaction.
 import { randomUUID } from "node:crypto";
 import { sessionKindOf, type TranscriptMessage } from "@sessions/core";
 import type { StoredEntry } from "../src/index.js";
-import { DAY, weighted } from "./harness.js";
+import { DAY, weighted } from "./kit.js";
 
 export const AGENTS = [
   ["main", 0.5],
@@ -124,4 +125,28 @@ export function transcriptMessage(i: number, ts: number): TranscriptMessage {
         ts,
         runId: `run-${i >> 1}`,
       };
+}
+
+/** better-sqlite3 as far as the seeding uses it (the wire bench loads it from the gateway's dependencies). */
+export interface BareDatabase {
+  pragma(source: string): unknown;
+  prepare(sql: string): { run(...params: unknown[]): unknown };
+  transaction<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void;
+}
+
+/**
+ * Writes messages 1…`count` of `key` in the store's exact row format, in one transaction, and checkpoints: appends
+ * one by one would take minutes for a million.
+ */
+export function writeTranscriptRows(db: BareDatabase, key: string, count: number, now: number): void {
+  db.pragma("synchronous = NORMAL");
+  db.pragma("busy_timeout = 5000");
+  const insert = db.prepare("INSERT INTO messages (session_key, seq, data) VALUES (?, ?, ?)");
+  db.transaction(() => {
+    for (let seq = 1; seq <= count; seq++) {
+      const stored = { ...transcriptMessage(seq, now - DAY + seq), seq };
+      insert.run(key, seq, JSON.stringify(stored));
+    }
+  })();
+  db.pragma("wal_checkpoint(TRUNCATE)");
 }

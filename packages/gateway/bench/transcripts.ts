@@ -5,7 +5,7 @@ import { sessionKindOf } from "@sessions/core";
 import Database from "better-sqlite3";
 import type { Gateway, SessionStore } from "../src/index.js";
 import { check, DAY, measure, ms, note, rows, type Stats, since, TARGET, verdict } from "./harness.js";
-import { transcriptMessage } from "./seed.js";
+import { transcriptMessage, writeTranscriptRows } from "./seed.js";
 
 const SMALL_TRANSCRIPT = 1_000;
 const LARGE_TRANSCRIPT = 1_000_000;
@@ -39,16 +39,7 @@ export async function historyBench(dbPath: string, gateway: Gateway): Promise<vo
   // A million appends one by one take minutes; write the store's exact row format in one transaction instead.
   t = performance.now();
   const db = new Database(dbPath);
-  db.pragma("synchronous = NORMAL");
-  db.pragma("busy_timeout = 5000");
-  const insert = db.prepare("INSERT INTO messages (session_key, seq, data) VALUES (?, ?, ?)");
-  db.transaction(() => {
-    for (let seq = 1; seq <= LARGE_TRANSCRIPT; seq++) {
-      const stored = { ...transcriptMessage(seq, now - DAY + seq), seq };
-      insert.run(largeKey, seq, JSON.stringify(stored));
-    }
-  })();
-  db.pragma("wal_checkpoint(TRUNCATE)");
+  writeTranscriptRows(db, largeKey, LARGE_TRANSCRIPT, now);
   db.close();
   note(
     `seeded ${LARGE_TRANSCRIPT.toLocaleString("en-US")} messages with better-sqlite3 (one transaction) in ${since(t)}`,
