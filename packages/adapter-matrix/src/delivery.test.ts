@@ -175,6 +175,41 @@ describe("Matrix delivery through real matrix-js-sdk against a fake homeserver",
     expect(x.hs.sent().filter((m) => m.roomId === secret)).toHaveLength(0);
   });
 
+  it("refuses encrypted rooms on a gateway that does not run the sync, asking the homeserver once per room", async () => {
+    const hs = (await start({})).hs;
+    const secret = hs.createRoom({
+      name: "Secret",
+      members: ["@alice:fake.local", hs.userId],
+      encrypted: true,
+    });
+    // A standby gateway's adapter: its client never synced, so it knows no room.
+    const standby = createMatrixAdapter({
+      client: createClient({ baseUrl: hs.baseUrl, accessToken: hs.accessToken, userId: hs.userId }),
+    });
+    const deliver = (to: string, key: string) =>
+      standby
+        .deliver(
+          { channel: "matrix", to },
+          { text: "x", kind: "announce", sessionKey: "s" },
+          { idempotencyKey: key },
+        )
+        .catch((err: unknown) => err);
+    expect(await deliver(secret, "e1")).toMatchObject({ code: "invalid_params", field: "to" });
+    expect(await deliver(secret, "e2")).toMatchObject({ code: "invalid_params", field: "to" });
+    expect(hs.sent().filter((m) => m.roomId === secret)).toHaveLength(0);
+    expect(await deliver(hs.rooms.ops, "c1")).toMatchObject({ messageIds: [expect.any(String)] });
+    expect(await deliver(hs.rooms.ops, "c2")).toMatchObject({ messageIds: [expect.any(String)] });
+    expect(hs.callsOf("state").map((c) => [c.params.roomId, c.params.eventType])).toEqual([
+      [secret, "m.room.encryption"],
+      [hs.rooms.ops, "m.room.encryption"],
+    ]);
+    // A homeserver that fails the question fails the delivery as it would fail the send: retried later.
+    hs.failNext("state", 1, { status: 502, errcode: "M_UNKNOWN", error: "Bad gateway" });
+    const other = hs.createRoom({ name: "Other", members: ["@alice:fake.local", hs.userId] });
+    expect(await deliver(other, "o1")).toMatchObject({ code: "unavailable" });
+    expect(await deliver(other, "o2")).toMatchObject({ messageIds: [expect.any(String)] });
+  });
+
   it("sends an outbox item once even when a restarted adapter delivers it again (same transaction ids)", async () => {
     const hs = (await start({})).hs;
     const target = { channel: "matrix", to: `group:${hs.rooms.ops}` };

@@ -20,6 +20,7 @@ import {
   ROOM_MEMBER_MEMBERSHIP,
   ROOM_TIMELINE,
 } from "./client.js";
+import { createEncryptionCheck } from "./encryption.js";
 import { toSessionsError } from "./errors.js";
 import { matrixRoomId, matrixThreadRoot, messageText, relationOf } from "./events.js";
 
@@ -142,6 +143,7 @@ export function createMatrixAdapter(config: MatrixAdapterConfig): MatrixAdapter 
   // Event ids already sent per idempotency key, so an outbox retry after a partial failure does not repeat them.
   const sendChunks = createChunkSender(toSessionsError);
   const warnedEncrypted = new Set<string>();
+  const encryption = createEncryptionCheck(client);
   const detachers: (() => void)[] = [];
   const roomQueues = new Map<string, Promise<void>>();
 
@@ -251,7 +253,7 @@ export function createMatrixAdapter(config: MatrixAdapterConfig): MatrixAdapter 
   ): Promise<DeliveryReceipt> {
     const roomId = matrixRoomId(target.to);
     const threadRoot = target.threadId === undefined ? undefined : matrixThreadRoot(target.threadId);
-    if (client.getRoom(roomId)?.hasEncryptionStateEvent() === true) {
+    if (await encryption.isEncrypted(roomId)) {
       throw new SessionsError(
         "invalid_params",
         `Matrix room ${roomId} is end-to-end encrypted, which this adapter does not support`,
