@@ -127,6 +127,12 @@ export interface UnitCoordinator {
 
 const UNIT = Symbol("unit");
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * The longest the write loop runs batch after batch without letting the event loop turn. Units resolve their
+ * callers with promises, and callers queue the next units from there, so under a steady stream of work (instant
+ * runners, in-process load) nothing else would run: no timer (run timeouts, lease renewals) and no socket.
+ */
+const YIELD_EVERY_MS = 10;
 
 export function createUnitCoordinator(
   hooks: UnitHooks,
@@ -143,6 +149,8 @@ export function createUnitCoordinator(
   let open: Batch | undefined;
   let running: Unit | undefined;
   let looping = false;
+  /** When the write loop last let the event loop turn (kept across loops: a loop may end and restart in one burst). */
+  let lastTurn = performance.now();
   const jobs: Job[] = [];
   // Reads waiting for the open transaction to end (stores without a reader), and callers of `drain`.
   const readsWaiting: (() => void)[] = [];
@@ -250,11 +258,12 @@ export function createUnitCoordinator(
     try {
       while (jobs.length > 0) {
         await runBatch();
-        // Reads that waited for this transaction go before the next one starts.
-        if (readsWaiting.length > 0) {
-          wakeReads();
-          await nextTurn();
-        }
+        // Reads that waited for this transaction go before the next one starts; so do timers and sockets, now
+        // and then.
+        if (readsWaiting.length > 0) wakeReads();
+        else if (performance.now() - lastTurn < YIELD_EVERY_MS) continue;
+        await nextTurn();
+        lastTurn = performance.now();
       }
     } finally {
       looping = false;
