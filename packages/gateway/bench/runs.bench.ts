@@ -1,9 +1,10 @@
 /**
  * Scripted runs per second on one process with the SQLite file on disk (issue target: ≥ 10,000 runs/s), next to
- * a baseline measured in the same run: the bare store doing the same two write transactions a run makes.
+ * baselines measured in the same run: the bare store doing the same two write transactions a run makes, and the
+ * floor under both, the same SQL statements on bare better-sqlite3.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -13,44 +14,21 @@ import {
   type Gateway,
   type SessionStore,
 } from "../src/index.js";
+import { type Rate, rate, start } from "./rate.js";
+import { type RunTemplates, rawSqliteRuns } from "./raw-sqlite.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20_000);
 const SESSIONS = 256;
 /**
- * `BENCH_ONLY=concurrent` (or `sequential`, `reads`, `bare`) measures that row alone: for CPU profiles, and for
+ * `BENCH_ONLY=concurrent` (or `sequential`, `reads`, `bare`, `raw`) measures that row alone: for CPU profiles, and for
  * comparing two builds back to back on a busy machine.
  */
 const ONLY = process.env.BENCH_ONLY;
 const TARGET_RUNS_PER_S = 10_000;
 
-/**
- * Runs per second (wall clock), CPU time of the whole process per run and of its main thread alone (steadier on a
- * shared machine; the main thread is where a run's work queues up, the rest is the checkpointer's thread).
- */
-interface Rate {
-  perSecond: number;
-  cpuUsPerRun: number;
-  mainUsPerRun: number | undefined;
-}
-
-/** CPU time of the main thread so far in µs, from /proc (undefined where there is none). */
-function mainThreadCpuUs(): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th, in ticks.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? (ticks * 1_000_000) / 100 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function runMany(gateway: Gateway, runs: number, sessions: number): Promise<Rate> {
   let next = 0;
-  const started = performance.now();
-  const cpu = process.cpuUsage();
-  const main = mainThreadCpuUs();
+  const started = start();
   await Promise.all(
     Array.from({ length: sessions }, async (_, s) => {
       for (;;) {
@@ -66,17 +44,7 @@ async function runMany(gateway: Gateway, runs: number, sessions: number): Promis
       }
     }),
   );
-  return rate(runs, started, cpu, main);
-}
-
-function rate(runs: number, started: number, cpu: NodeJS.CpuUsage, main: number | undefined): Rate {
-  const used = process.cpuUsage(cpu);
-  const mainNow = mainThreadCpuUs();
-  return {
-    perSecond: runs / ((performance.now() - started) / 1000),
-    cpuUsPerRun: (used.user + used.system) / runs,
-    mainUsPerRun: main === undefined || mainNow === undefined ? undefined : (mainNow - main) / runs,
-  };
+  return rate(runs, started);
 }
 
 /** The floor under a run: its two transactions (input + run + touch; reply + touch + final) on the bare store. */
@@ -94,9 +62,7 @@ async function bareTransactions(store: SessionStore, runs: number, sessions: num
     });
   }
   let next = 0;
-  const started = performance.now();
-  const cpu = process.cpuUsage();
-  const main = mainThreadCpuUs();
+  const started = start();
   await Promise.all(
     Array.from({ length: sessions }, async (_, s) => {
       const key = `agent:main:bare-${s}`;
@@ -126,7 +92,7 @@ async function bareTransactions(store: SessionStore, runs: number, sessions: num
       }
     }),
   );
-  return rate(runs, started, cpu, main);
+  return rate(runs, started);
 }
 
 /** p50 of `op` over `iterations` calls, one after another. */
@@ -168,6 +134,21 @@ async function readLatency(gateway: Gateway) {
   return { idle, loaded: { list: median(loaded.list), history: median(loaded.history) } };
 }
 
+/** A run as the gateway records it (entry, run, input and reply), for the raw row's rows. */
+async function templates(gateway: Gateway): Promise<RunTemplates> {
+  const { runId } = await gateway.agent({
+    sessionKey: "bench-0",
+    message: "m",
+    idempotencyKey: randomUUID(),
+  });
+  await gateway.agentWait({ runId, timeoutMs: 60_000 });
+  const run = await gateway.store.getRun(runId);
+  const entry = run && (await gateway.store.getEntry(run.sessionKey));
+  const [input, reply] = run ? await gateway.store.readMessages(run.sessionKey, { limit: 2 }) : [];
+  if (!run || !entry || !input || !reply) throw new Error("bench: the template run was not recorded");
+  return { entry, run, input, reply };
+}
+
 const dir = mkdtempSync(join(tmpdir(), "sessions-runs-bench-"));
 try {
   const runner = createScriptedRunner({ agents: {}, fallback: () => "ok" });
@@ -180,6 +161,7 @@ try {
     ...(only("sequential") ? { sequential: await runMany(gateway, 2_000, 1) } : {}),
     ...(only("reads") ? { reads: await readLatency(gateway) } : {}),
     ...(only("bare") ? { bare: await bareTransactions(gateway.store, RUNS, SESSIONS) } : {}),
+    ...(only("raw") ? { raw: await rawSqliteRuns(dir, await templates(gateway), RUNS, SESSIONS) } : {}),
   });
   await gateway.close({ drainMs: 0 });
 } finally {
@@ -190,13 +172,14 @@ function report(results: {
   concurrent?: Rate;
   sequential?: Rate;
   bare?: Rate;
+  raw?: Rate;
   reads?: Awaited<ReturnType<typeof readLatency>>;
 }): void {
   const runsPerS = (r: Rate) => `${Math.round(r.perSecond).toLocaleString("en-US")} runs/s`;
   const cpu = (r: Rate) =>
     `${Math.round(r.cpuUsPerRun)} µs${r.mainUsPerRun === undefined ? "" : ` (main thread ${Math.round(r.mainUsPerRun)} µs)`}`;
   const ms = (v: number) => `${v.toFixed(3)} ms`;
-  const { concurrent, sequential, bare, reads } = results;
+  const { concurrent, sequential, bare, raw, reads } = results;
   const rows: Record<string, string>[] = [];
   if (concurrent !== undefined) {
     rows.push({
@@ -219,6 +202,13 @@ function report(results: {
       task: "baseline: the same two transactions on the bare store",
       result: runsPerS(bare),
       "CPU / run": cpu(bare),
+    });
+  }
+  if (raw !== undefined) {
+    rows.push({
+      task: "floor: the same SQL statements on bare better-sqlite3 (no gateway, no store)",
+      result: runsPerS(raw),
+      "CPU / run": cpu(raw),
     });
   }
   if (reads !== undefined) {
