@@ -1,3 +1,3 @@
 import { defineSessionsVitestConfig } from "../../vitest.shared.js";
 
-export default defineSessionsVitestConfig({ testTimeout: 60_000 });
+export default defineSessionsVitestConfig();

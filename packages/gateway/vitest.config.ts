@@ -1,3 +1,3 @@
 import { defineSessionsVitestConfig } from "../../vitest.shared.js";
 
-export default defineSessionsVitestConfig({ testTimeout: 30_000 });
+export default defineSessionsVitestConfig();

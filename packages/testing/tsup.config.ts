@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/contract.ts", "src/demo.ts"],
+  entry: ["src/index.ts", "src/contract.ts", "src/demo.ts", "src/eventually.ts"],
   format: ["esm", "cjs"],
   dts: true,
   sourcemap: true,

@@ -60,3 +60,9 @@ export {
   slackTs,
 } from "./slack-fixtures.js";
 export { type TelegramFixtureName, telegramUpdate } from "./telegram-fixtures.js";
+export {
+  ConditionTimeoutError,
+  EVENTUALLY_TIMEOUT_MS,
+  type EventuallyOptions,
+  eventually,
+} from "./eventually.js";

@@ -12,8 +12,15 @@ export { type ClusterOptions, type ClusterSettings, clusterSettings } from "./op
 /** What the run modules use of cluster mode: the session lanes shared by every gateway on the store. */
 export interface ClusterRuntime {
   readonly settings: ClusterSettings;
-  /** Runs `task` while this gateway holds the session's lane across the cluster. */
-  lane<T>(sessionKey: string, task: () => Promise<T>): Promise<T>;
+  /** Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by `tryTakeLane`). */
+  lane<T>(sessionKey: string, task: () => Promise<T>, taken?: boolean): Promise<T>;
+  /**
+   * One attempt at the session's lane, without waiting: true when this gateway holds it now. A run that starts
+   * with it is recorded `running` at once; one that cannot is `queued` until it gets the lane.
+   */
+  tryTakeLane(sessionKey: string): Promise<boolean>;
+  /** Gives back a lane `tryTakeLane` took for a run that was not created after all. */
+  giveLane(sessionKey: string): Promise<void>;
 }
 
 /** What cluster mode needs of the gateway around it, beyond the context. */
@@ -83,7 +90,9 @@ export function startCluster(
   timer.unref();
   return {
     settings,
-    lane: (sessionKey, task) => lanes.run(sessionKey, task),
+    lane: (sessionKey, task, taken) => lanes.run(sessionKey, task, taken),
+    tryTakeLane: (sessionKey) => lanes.tryTake(sessionKey),
+    giveLane: (sessionKey) => lanes.give(sessionKey),
     runCreated: (run) => relay.localRunCreated(run),
     published: (event) => relay.published(event),
     async stop() {

@@ -63,12 +63,39 @@ export function createClusterLanes(deps: {
     }
   }
 
+  /** One attempt at the lane: true when this gateway holds it now (a dead holder on this host is cleared first). */
+  async function tryTake(sessionKey: string): Promise<boolean> {
+    const name = laneLeaseName(sessionKey);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const now = clock.now();
+      const result = await store.acquireLease({
+        name,
+        owner,
+        ttlMs: settings.leaseTtlMs,
+        now,
+        data: leaseHolderData(),
+      });
+      if (result.acquired) return true;
+      if (!holderGone(result.holder, now)) return false;
+      await store.releaseLease(name, result.holder.owner);
+    }
+    return false;
+  }
+
   return {
-    /** Runs `task` holding the session's lane (a closing gateway runs it at once: it ends the run as closed). */
-    async run<T>(sessionKey: string, task: () => Promise<T>): Promise<T> {
-      if (deps.closed()) return task();
+    tryTake,
+    /** Gives back a lane taken with `tryTake` that no run will use (the start failed or was a repeat). */
+    async give(sessionKey: string): Promise<void> {
+      await store.releaseLease(laneLeaseName(sessionKey), owner).catch(() => false);
+    },
+    /**
+     * Runs `task` holding the session's lane (a closing gateway runs it at once: it ends the run as closed).
+     * `taken`: the lane was taken already with `tryTake` (the run was recorded as started).
+     */
+    async run<T>(sessionKey: string, task: () => Promise<T>, taken = false): Promise<T> {
+      if (deps.closed() && !taken) return task();
       const name = laneLeaseName(sessionKey);
-      await acquire(name, sessionKey);
+      if (!taken) await acquire(name, sessionKey);
       const renew = setInterval(() => {
         store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
       }, settings.heartbeatMs);

@@ -41,42 +41,19 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
   if (ctx.tasks.closed)
     return Promise.reject(new SessionsError("unavailable", "The gateway is closing", { retryAfterMs: 1000 }));
   const create = async () => {
-    // An idle lane starts the run at once: record it running now and save the write that would say so later.
-    const startsNow = ctx.runs.lanes.isIdle(spec.sessionKey) && !spec.subagentSlot;
-    const created = await ctx.store.transaction(async (tx) => {
-      if (spec.idempotencyKey !== undefined) {
-        const existing = await tx.findRunByIdempotencyKey(spec.idempotencyKey);
-        if (existing !== undefined) return { run: existing, input: undefined, entry: undefined };
-      }
-      if (spec.prepare !== undefined) await spec.prepare(tx);
-      const now = ctx.clock.now();
-      const current = await tx.getEntry(spec.sessionKey);
-      const entry = current === undefined ? undefined : { ...current, updatedAt: now };
-      if (entry !== undefined) await tx.putEntry(entry);
-      const preferred = spec.preferredRunId;
-      const runId =
-        spec.runId ??
-        (preferred !== undefined && (await tx.getRun(preferred)) === undefined ? preferred : timeOrderedId());
-      const input = await tx.appendMessage(spec.sessionKey, { ...spec.input, runId });
-      const run: RunRecord = {
-        runId,
-        sessionKey: spec.sessionKey,
-        agentId: agentIdOfKey(spec.sessionKey) ?? "main",
-        kind: spec.kind,
-        status: startsNow ? "running" : "queued",
-        createdAt: now,
-        ...(startsNow ? { startedAt: now } : {}),
-        inputSeq: input.seq,
-        owner: ctx.owner,
-      };
-      if (spec.idempotencyKey !== undefined) run.idempotencyKey = spec.idempotencyKey;
-      if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
-      if (spec.followUp !== undefined) run.followUp = spec.followUp;
-      await tx.putRun(run);
-      return { run, input, entry };
-    });
-    if (created.input === undefined) return { run: created.run, created: false };
-    schedule(ctx, spec, created.run, created.input, created.entry);
+    const slot = await claimLane(ctx, spec);
+    let created: { run: RunRecord; input: StoredMessage | undefined; entry: StoredEntry | undefined };
+    try {
+      created = await record(ctx, spec, slot?.startsNow === true);
+    } catch (error) {
+      await slot?.giveBack();
+      throw error;
+    }
+    if (created.input === undefined) {
+      await slot?.giveBack();
+      return { run: created.run, created: false };
+    }
+    schedule(ctx, spec, created.run, created.input, created.entry, slot);
     if (created.entry !== undefined && ctx.listening?.() !== false)
       ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: "updated" });
     return { run: created.run, created: true };
@@ -87,6 +64,91 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
     : ctx.locks.idempotency.run(spec.idempotencyKey, create);
 }
 
+/** The head of an idle lane, reserved for a run while it is being recorded. */
+interface LaneSlot {
+  /** The run is recorded `running` at once: nothing runs before it here, nor (in a cluster) anywhere else. */
+  readonly startsNow: boolean;
+  /** In a cluster: the session's lane across the cluster is this gateway's already. */
+  readonly taken: boolean;
+  /** Runs `task` in the reserved place. */
+  fill(task: () => Promise<unknown>): void;
+  /** The run was not created after all: the lane moves on (a cluster lane taken for it is given back). */
+  giveBack(): Promise<void>;
+}
+
+/**
+ * Reserves the head of the session's lane when it is idle, so that a run recorded as started now really is next:
+ * a run of the session accepted meanwhile is recorded `queued` and waits behind it. In a cluster the run starts
+ * now only if this gateway takes the session's lane across the cluster without waiting; otherwise it is
+ * `queued` until it gets it. Starting now saves the write that would say the run started.
+ */
+async function claimLane(ctx: GatewayContext, spec: RunSpec): Promise<LaneSlot | undefined> {
+  const key = spec.sessionKey;
+  if (spec.subagentSlot || !ctx.runs.lanes.isIdle(key)) return undefined;
+  let fill: (task: (() => Promise<unknown>) | undefined) => void = () => {};
+  const filled = new Promise<(() => Promise<unknown>) | undefined>((resolve) => {
+    fill = resolve;
+  });
+  ctx.tasks.track(ctx.runs.lanes.run(key, async () => (await filled)?.()));
+  let taken = false;
+  if (ctx.cluster !== undefined) {
+    try {
+      taken = await ctx.cluster.tryTakeLane(key);
+    } catch {
+      // The store could not say: the run queues and waits for the lane as any other would.
+    }
+  }
+  return {
+    startsNow: ctx.cluster === undefined || taken,
+    taken,
+    fill,
+    async giveBack() {
+      fill(undefined);
+      if (taken) await ctx.cluster?.giveLane(key);
+    },
+  };
+}
+
+/** The run's unit of work: idempotency check, the caller's writes, the session touched, the input, the run. */
+function record(
+  ctx: GatewayContext,
+  spec: RunSpec,
+  startsNow: boolean,
+): Promise<{ run: RunRecord; input: StoredMessage | undefined; entry: StoredEntry | undefined }> {
+  return ctx.store.transaction(async (tx) => {
+    if (spec.idempotencyKey !== undefined) {
+      const existing = await tx.findRunByIdempotencyKey(spec.idempotencyKey);
+      if (existing !== undefined) return { run: existing, input: undefined, entry: undefined };
+    }
+    if (spec.prepare !== undefined) await spec.prepare(tx);
+    const now = ctx.clock.now();
+    const current = await tx.getEntry(spec.sessionKey);
+    const entry = current === undefined ? undefined : { ...current, updatedAt: now };
+    if (entry !== undefined) await tx.putEntry(entry);
+    const preferred = spec.preferredRunId;
+    const runId =
+      spec.runId ??
+      (preferred !== undefined && (await tx.getRun(preferred)) === undefined ? preferred : timeOrderedId());
+    const input = await tx.appendMessage(spec.sessionKey, { ...spec.input, runId });
+    const run: RunRecord = {
+      runId,
+      sessionKey: spec.sessionKey,
+      agentId: agentIdOfKey(spec.sessionKey) ?? "main",
+      kind: spec.kind,
+      status: startsNow ? "running" : "queued",
+      createdAt: now,
+      ...(startsNow ? { startedAt: now } : {}),
+      inputSeq: input.seq,
+      owner: ctx.owner,
+    };
+    if (spec.idempotencyKey !== undefined) run.idempotencyKey = spec.idempotencyKey;
+    if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
+    if (spec.followUp !== undefined) run.followUp = spec.followUp;
+    await tx.putRun(run);
+    return { run, input, entry };
+  });
+}
+
 /** Queues the run on its session's lane; a run that starts at once gets the entry as its start left it. */
 function schedule(
   ctx: GatewayContext,
@@ -94,6 +156,7 @@ function schedule(
   run: RunRecord,
   input: StoredMessage,
   entry: StoredEntry | undefined,
+  slot: LaneSlot | undefined,
 ): void {
   const control = ctx.runs.register(run);
   ctx.onRunCreated?.(run);
@@ -101,10 +164,8 @@ function schedule(
   const execute = () => executeRun(ctx, run, spec, input, control, known);
   // Several gateways on one store: the session's lane also holds across them (a lease per lane).
   const cluster = ctx.cluster;
-  ctx.tasks.track(
-    ctx.runs.lanes.run(
-      spec.sessionKey,
-      cluster === undefined ? execute : () => cluster.lane(spec.sessionKey, execute),
-    ),
-  );
+  const task =
+    cluster === undefined ? execute : () => cluster.lane(spec.sessionKey, execute, slot?.taken === true);
+  if (slot !== undefined) slot.fill(task);
+  else ctx.tasks.track(ctx.runs.lanes.run(spec.sessionKey, task));
 }
