@@ -23,7 +23,9 @@ for (let i = 0; i < own.length; i++) {
     console.log("usage: node scripts/busy.mjs [--per-core N] [-- command args…]");
     process.exit(0);
   } else {
-    console.error(`busy: unknown option ${own[i]} (usage: node scripts/busy.mjs [--per-core N] [-- command args…])`);
+    console.error(
+      `busy: unknown option ${own[i]} (usage: node scripts/busy.mjs [--per-core N] [-- command args…])`,
+    );
     process.exit(2);
   }
 }
@@ -32,7 +34,9 @@ const cores = availableParallelism();
 const count = perCore * cores;
 // A spinner: pure CPU, plus a check every ~100 ms that its parent is alive, so none outlives this script.
 const spin = `const parent=${process.pid};let x=0,t=Date.now();for(;;){for(let i=0;i<1e6;i++)x=(x*1103515245+12345)%2147483648;if(Date.now()-t>100){t=Date.now();try{process.kill(parent,0)}catch{process.exit(0)}}}`;
-const spinners = Array.from({ length: count }, () => spawn(process.execPath, ["-e", spin], { stdio: "ignore" }));
+const spinners = Array.from({ length: count }, () =>
+  spawn(process.execPath, ["-e", spin], { stdio: "ignore" }),
+);
 const stopSpinners = () => {
   for (const child of spinners) if (child.exitCode === null) child.kill("SIGKILL");
 };
@@ -43,7 +47,10 @@ if (command.length === 0) {
   for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => process.exit(0));
 } else {
   const started = Date.now();
-  const child = spawn(command[0], command.slice(1), { stdio: "inherit", shell: process.platform === "win32" });
+  const child = spawn(command[0], command.slice(1), {
+    stdio: "inherit",
+    shell: process.platform === "win32",
+  });
   for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
   child.on("exit", (code, signal) => {
     const seconds = ((Date.now() - started) / 1000).toFixed(1);

@@ -5,6 +5,12 @@ export {
   discordTimestamp,
 } from "./discord-fixtures.js";
 export {
+  ConditionTimeoutError,
+  EVENTUALLY_TIMEOUT_MS,
+  type EventuallyOptions,
+  eventually,
+} from "./eventually.js";
+export {
   createFakeDiscordApi,
   type DiscordCall,
   type DiscordChannelData,
@@ -60,9 +66,3 @@ export {
   slackTs,
 } from "./slack-fixtures.js";
 export { type TelegramFixtureName, telegramUpdate } from "./telegram-fixtures.js";
-export {
-  ConditionTimeoutError,
-  EVENTUALLY_TIMEOUT_MS,
-  type EventuallyOptions,
-  eventually,
-} from "./eventually.js";

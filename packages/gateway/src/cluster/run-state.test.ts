@@ -43,7 +43,11 @@ describe("run state across gateways", () => {
     const count = 30;
     const sent = await Promise.all(
       Array.from({ length: count }, (_, i) =>
-        (gateways[i % 3] as Gateway).chat.send({ sessionKey: "main", message: `m${i}`, idempotencyKey: `k${i}` }),
+        (gateways[i % 3] as Gateway).chat.send({
+          sessionKey: "main",
+          message: `m${i}`,
+          idempotencyKey: `k${i}`,
+        }),
       ),
     );
     const waited: WaitResult[] = [];
@@ -67,9 +71,10 @@ describe("run state across gateways", () => {
     for (let i = 1; i < byStart.length; i++) {
       const previous = byStart[i - 1] as WaitResult;
       const current = byStart[i] as WaitResult;
-      expect(current.startedAt, `${current.runId} started before ${previous.runId} ended`).toBeGreaterThanOrEqual(
-        previous.endedAt as number,
-      );
+      expect(
+        current.startedAt,
+        `${current.runId} started before ${previous.runId} ended`,
+      ).toBeGreaterThanOrEqual(previous.endedAt as number);
     }
     for (const result of waited) {
       const ran = executed.get(result.runId) as { from: number; to: number };
