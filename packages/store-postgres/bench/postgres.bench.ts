@@ -22,6 +22,7 @@ import { createPostgresStore } from "../src/index.js";
 import { startFakePlatform } from "../src/testing/fake-platform.js";
 import { startLocalPostgres } from "../src/testing/local-postgres.js";
 import { BIG_KEY, type SeedShape, SMALL_KEY, seedPostgres, seedThroughStore } from "./seed.js";
+import { printStatementCost, statementCost } from "./statements.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const small = process.env.BENCH_SCALE === "small";
@@ -204,10 +205,19 @@ const shape: SeedShape = { sessions: SIZE.sessions, big: SIZE.big, small: SIZE.s
 say(
   `# @sessions/store-postgres bench (${small ? "BENCH_SCALE=small" : "full size"}), ${new Date().toISOString()}`,
 );
-const pg = await startLocalPostgres({ durable: true });
+const pg = await startLocalPostgres({ durable: true, statements: true });
 const dir = mkdtempSync(join(tmpdir(), "sessions-pg-bench-"));
 try {
   const url = await pg.createDatabase("sessions_bench");
+  for (const method of ["agent", "chat"] as const) {
+    say(
+      `\n## What a run costs the database (${method === "agent" ? "agent" : "chat.send"} + agent.wait, one gateway, 64 sessions)`,
+    );
+    printStatementCost(
+      await statementCost(url, { runs: SIZE.runs, sessions: 64, method, schema: schema("statements") }),
+      say,
+    );
+  }
   say(`\n## Scripted runs/s (agent + agent.wait, 64 sessions per gateway, ${SIZE.runs} runs per gateway)`);
   for (const n of [1, 2, 3])
     say(`- ${n} gateway${n > 1 ? "s" : ""}: ${(await runsPerSecond(url, n)).toFixed(0)} runs/s`);

@@ -153,10 +153,27 @@ export function createOperations(s: string) {
       sessionKey: string,
       options: { limit: number; beforeSeq?: number | undefined },
     ): Promise<StoredMessage[]> {
-      const { rows } = await db.query<{ seq: string; data: string }>(
-        `SELECT seq, data FROM ${s}.messages WHERE session_key = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`,
-        [sessionKey, options.beforeSeq ?? Number.MAX_SAFE_INTEGER, Math.max(0, Math.floor(options.limit))],
+      const limit = Math.max(0, Math.floor(options.limit));
+      if (limit === 0) return [];
+      const values = [sessionKey, options.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit];
+      // Sequence numbers are contiguous from 1 up to the counter, so the window is a range of seq bounded on both
+      // sides: whatever plan the statistics (or their absence) lead to, it reads at most `limit` rows. With
+      // `seq < $2` alone, a planner that guesses the session small scans and sorts the whole transcript.
+      let { rows } = await db.query<{ seq: string; data: string }>(
+        `SELECT seq, data FROM ${s}.messages
+          WHERE session_key = $1 AND seq < $2
+            AND seq >= (SELECT least($2::bigint, last_seq + 1) - $3 FROM ${s}.transcripts WHERE session_key = $1)
+          ORDER BY seq DESC LIMIT $3`,
+        values,
       );
+      // A short window that does not reach seq 1 means the sequence has gaps (or no counter): read it unbounded.
+      const lowest = rows[rows.length - 1];
+      if (rows.length < limit && (lowest === undefined || Number(lowest.seq) > 1)) {
+        ({ rows } = await db.query<{ seq: string; data: string }>(
+          `SELECT seq, data FROM ${s}.messages WHERE session_key = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`,
+          values,
+        ));
+      }
       rows.reverse();
       return rows.map((row) => ({ ...(JSON.parse(row.data) as TranscriptMessage), seq: Number(row.seq) }));
     },

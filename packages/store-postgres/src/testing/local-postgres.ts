@@ -82,6 +82,8 @@ export async function startLocalPostgres(
     log?: ((line: string) => void) | undefined;
     /** Keep Postgres' crash safety (fsync, synchronous commit): for benchmarks. Tests turn it off for speed. */
     durable?: boolean | undefined;
+    /** Load `pg_stat_statements`, to count the statements a workload costs (`CREATE EXTENSION` it per database). */
+    statements?: boolean | undefined;
   } = {},
 ): Promise<LocalPostgres> {
   const configured = process.env.SESSIONS_TEST_DATABASE_URL ?? process.env.DATABASE_URL;
@@ -115,6 +117,7 @@ export async function startLocalPostgres(
       ...(options.durable
         ? []
         : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+      ...(options.statements ? ["-c", "shared_preload_libraries=pg_stat_statements"] : []),
       "-c",
       "max_connections=300",
       "-c",

@@ -1,0 +1,114 @@
+/**
+ * What one run costs the database: statements and transactions per scripted run, from `pg_stat_statements`, on
+ * one gateway in process (agent or chat.send, then agent.wait, SESSIONS sessions at a time). A row of
+ * `postgres.bench.ts`; alone: `npx tsx bench/statements.ts` (RUNS, SESSIONS, METHOD=agent|chat).
+ */
+import { pathToFileURL } from "node:url";
+import { createGateway, createScriptedRunner } from "@sessions/gateway";
+import pg from "pg";
+import { createPostgresStore } from "../src/index.js";
+import { startLocalPostgres } from "../src/testing/local-postgres.js";
+
+export interface StatementCost {
+  runs: number;
+  runsPerSecond: number;
+  statementsPerRun: number;
+  /** Commits and rollbacks per run (a statement outside BEGIN … COMMIT is a transaction of its own). */
+  transactionsPerRun: number;
+  /** The most frequent statements: calls per run and the normalised text. */
+  top: { perRun: number; query: string }[];
+}
+
+/** Runs the load on a fresh schema of `url` (whose server preloads pg_stat_statements) and counts. */
+export async function statementCost(
+  url: string,
+  options: { runs: number; sessions: number; method: "agent" | "chat"; schema: string },
+): Promise<StatementCost> {
+  const { runs, sessions, method } = options;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  const store = await createPostgresStore({ connectionString: url, schema: options.schema });
+  const gateway = createGateway({
+    store,
+    runner: createScriptedRunner({ agents: {}, fallback: (turn) => `echo: ${turn.text}` }),
+  });
+  try {
+    await admin.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    await gateway.ready;
+    const one = async (i: number, s: number) => {
+      const params = { sessionKey: `s-${s}`, message: `m${i}`, idempotencyKey: `${options.schema}-${i}` };
+      const { runId } = method === "chat" ? await gateway.chat.send(params) : await gateway.agent(params);
+      const done = await gateway.agentWait({ runId, timeoutMs: 60_000 });
+      if (done.status !== "ok") throw new Error(`run ${runId} ended ${done.status}: ${done.error}`);
+    };
+    // Warm up: every session exists and has run once.
+    await Promise.all(Array.from({ length: sessions }, (_, s) => one(-1 - s, s)));
+    const transactions = async () =>
+      Number(
+        (
+          await admin.query<{ n: string }>(
+            "SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()",
+          )
+        ).rows[0]?.n,
+      );
+    await admin.query("SELECT pg_stat_statements_reset()");
+    await admin.query("SELECT pg_stat_clear_snapshot()");
+    const before = await transactions();
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: sessions }, async (_, s) => {
+        for (let i = next++; i < runs; i = next++) await one(i, s);
+      }),
+    );
+    const ms = performance.now() - started;
+    // The statistics collector flushes at most once a second.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await admin.query("SELECT pg_stat_clear_snapshot()");
+    const after = await transactions();
+    const { rows } = await admin.query<{ query: string; calls: string }>(
+      `SELECT query, calls FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_database%'
+        ORDER BY calls DESC`,
+    );
+    const total = rows.reduce((sum, row) => sum + Number(row.calls), 0);
+    return {
+      runs,
+      runsPerSecond: (runs / ms) * 1000,
+      statementsPerRun: total / runs,
+      transactionsPerRun: (after - before) / runs,
+      top: rows.slice(0, 12).map((row) => ({
+        perRun: Number(row.calls) / runs,
+        query: row.query.replace(/\s+/g, " ").slice(0, 110),
+      })),
+    };
+  } finally {
+    await gateway.close({ drainMs: 1000 });
+    await admin.end();
+  }
+}
+
+export function printStatementCost(cost: StatementCost, say: (line: string) => void): void {
+  say(
+    `${cost.runs} runs, ${cost.runsPerSecond.toFixed(0)} runs/s: **${cost.statementsPerRun.toFixed(2)} statements** and ` +
+      `**${cost.transactionsPerRun.toFixed(2)} transactions** per run`,
+  );
+  say("\n| per run | statement |\n| ---: | --- |");
+  for (const row of cost.top) say(`| ${row.perRun.toFixed(2)} | \`${row.query.replaceAll("|", "\\|")}\` |`);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const postgres = await startLocalPostgres({ statements: true });
+  try {
+    const cost = await statementCost(await postgres.createDatabase("statements"), {
+      runs: Number(process.env.RUNS ?? 2000),
+      sessions: Number(process.env.SESSIONS ?? 64),
+      method: process.env.METHOD === "chat" ? "chat" : "agent",
+      schema: "bench_statements",
+    });
+    printStatementCost(cost, (line) => process.stdout.write(`${line}\n`));
+  } finally {
+    await postgres.stop();
+  }
+}
