@@ -78,9 +78,9 @@ export async function statementCost(
       runsPerSecond: (runs / ms) * 1000,
       statementsPerRun: total / runs,
       transactionsPerRun: (after - before) / runs,
-      top: rows.slice(0, 12).map((row) => ({
+      top: rows.slice(0, 24).map((row) => ({
         perRun: Number(row.calls) / runs,
-        query: row.query.replace(/\s+/g, " ").slice(0, 110),
+        query: row.query.replace(/\s+/g, " ").slice(0, 160),
       })),
     };
   } finally {

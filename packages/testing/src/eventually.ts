@@ -10,9 +10,9 @@
 /** Options of {@link eventually}. */
 export interface EventuallyOptions {
   /** Gives up after this long. Default 60,000 ms: a bound for a condition that will never hold, not a budget. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Pause between two checks. Default 5 ms. */
-  intervalMs?: number;
+  intervalMs?: number | undefined;
 }
 
 /** The default bound of {@link eventually}: far above the normal time of anything a test waits for. */
