@@ -9,5 +9,6 @@
  * Needs `vitest` (an optional peer dependency of `@sessions/gateway`); call it at the top level of a test file.
  */
 export { binding, delivery, entry, run } from "./store/contract-records.js";
+export { describeRunUnitsContract } from "./store/run-units.contract.js";
 export { describeStoreContract } from "./store/store.contract.js";
 export { describeUnitOfWorkContract } from "./store/store-units.contract.js";

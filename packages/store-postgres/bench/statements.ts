@@ -15,6 +15,8 @@ export interface StatementCost {
   statementsPerRun: number;
   /** Commits and rollbacks per run (a statement outside BEGIN … COMMIT is a transaction of its own). */
   transactionsPerRun: number;
+  /** Transactions that wrote per run (transaction ids assigned), background work included. */
+  writeTransactionsPerRun: number;
   /** The most frequent statements: calls per run and the normalised text. */
   top: { perRun: number; query: string }[];
 }
@@ -53,7 +55,10 @@ export async function statementCost(
       );
     await admin.query("SELECT pg_stat_statements_reset()");
     await admin.query("SELECT pg_stat_clear_snapshot()");
+    const xid = async () =>
+      Number((await admin.query<{ x: string }>("SELECT pg_current_xact_id()::text AS x")).rows[0]?.x);
     const before = await transactions();
+    const xidBefore = await xid();
     let next = 0;
     const started = performance.now();
     await Promise.all(
@@ -66,6 +71,7 @@ export async function statementCost(
     await new Promise((resolve) => setTimeout(resolve, 1100));
     await admin.query("SELECT pg_stat_clear_snapshot()");
     const after = await transactions();
+    const xidAfter = await xid();
     const { rows } = await admin.query<{ query: string; calls: string }>(
       `SELECT query, calls FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -78,6 +84,8 @@ export async function statementCost(
       runsPerSecond: (runs / ms) * 1000,
       statementsPerRun: total / runs,
       transactionsPerRun: (after - before) / runs,
+      // Less the one this measurement's own call takes.
+      writeTransactionsPerRun: (xidAfter - xidBefore - 1) / runs,
       top: rows.slice(0, 24).map((row) => ({
         perRun: Number(row.calls) / runs,
         query: row.query.replace(/\s+/g, " ").slice(0, 160),
@@ -92,7 +100,7 @@ export async function statementCost(
 export function printStatementCost(cost: StatementCost, say: (line: string) => void): void {
   say(
     `${cost.runs} runs, ${cost.runsPerSecond.toFixed(0)} runs/s: **${cost.statementsPerRun.toFixed(2)} statements** and ` +
-      `**${cost.transactionsPerRun.toFixed(2)} transactions** per run`,
+      `**${cost.transactionsPerRun.toFixed(2)} transactions** (${cost.writeTransactionsPerRun.toFixed(2)} that wrote) per run`,
   );
   say("\n| per run | statement |\n| ---: | --- |");
   for (const row of cost.top) say(`| ${row.perRun.toFixed(2)} | \`${row.query.replaceAll("|", "\\|")}\` |`);

@@ -37,19 +37,13 @@ export function batchChanges(origin: string, changes: readonly StoreChange[]): S
 }
 
 /**
- * The statement that announces `changes` on `channel`, run right after their transaction committed (in a
- * transaction of its own, which writes no WAL): one `pg_notify` per batch.
+ * The statement that announces `changes` on `channel`, run after their transactions committed (in a transaction
+ * of its own, which writes no WAL): one `pg_notify` per batch.
  */
-export function notifySql(
-  client: pg.ClientBase,
-  channel: string,
-  origin: string,
-  changes: readonly StoreChange[],
-): string {
+export function notifySql(channel: string, origin: string, changes: readonly StoreChange[]): string {
   if (changes.length === 0) return "";
   const calls = batchChanges(origin, changes).map(
-    (c) =>
-      `pg_notify(${client.escapeLiteral(channel)}, ${client.escapeLiteral(JSON.stringify({ o: origin, c }))})`,
+    (c) => `pg_notify(${pg.escapeLiteral(channel)}, ${pg.escapeLiteral(JSON.stringify({ o: origin, c }))})`,
   );
   return `SELECT ${calls.join(", ")}`;
 }

@@ -110,6 +110,161 @@ CREATE TABLE ${s}.leases (
 );
 `;
 
+// A run's two units of work as one statement each (see `run-units.ts`): the same record locks, reads and writes as
+// the gateway's `recordRunStart`/`recordRunEnd` through a transaction. Record bodies are JSON text (`json`, never
+// `jsonb`, which cannot hold an escaped NUL), changed field by field.
+// An escaped NUL or UTF-16 surrogate in JSON text (a false alarm on an escaped backslash before "u0000" is harmless).
+const UNREADABLE = String.raw`'\\u(0000|[dD][89abcdefABCDEF])'`;
+const VERSION_2 = (s: string) => `
+CREATE FUNCTION ${s}.json_with(doc text, fields jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT json_object_agg(k, v)::text FROM (
+    SELECT key AS k, value AS v FROM json_each(doc::json) WHERE NOT fields ? key
+    UNION ALL
+    SELECT key, value::json FROM jsonb_each(fields)
+  ) f
+$$;
+
+CREATE FUNCTION ${s}.lock_record(space text, name text) RETURNS void LANGUAGE sql AS $$
+  SELECT pg_advisory_xact_lock(hashtextextended(space || '/' || name, 0))
+$$;
+
+CREATE FUNCTION ${s}.append_message(p_key text, p_data text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_seq bigint;
+BEGIN
+  INSERT INTO ${s}.transcripts AS t (session_key, last_seq) VALUES (p_key, 1)
+    ON CONFLICT (session_key) DO UPDATE SET last_seq = t.last_seq + 1
+    RETURNING last_seq INTO v_seq;
+  INSERT INTO ${s}.messages (session_key, seq, data) VALUES (p_key, v_seq, p_data);
+  RETURN v_seq;
+END
+$$;
+
+CREATE FUNCTION ${s}.run_start(
+  space text, p_key text, p_idem text, p_run_id text, p_preferred text, p_fresh text, p_now bigint,
+  p_input text, p_run text, p_status text, p_follow_up boolean, p_owner text,
+  OUT declined boolean, OUT created boolean, OUT run_id text, OUT seq bigint, OUT run_data text, OUT entry_data text
+) LANGUAGE plpgsql AS $$
+DECLARE v_head text;
+BEGIN
+  declined := false;
+  IF p_idem IS NOT NULL THEN
+    PERFORM ${s}.lock_record(space, 'i:' || p_idem);
+    SELECT r.data INTO run_data FROM ${s}.runs r WHERE r.idempotency_key = p_idem;
+    IF FOUND THEN
+      created := false;
+      RETURN;
+    END IF;
+  END IF;
+  created := true;
+  PERFORM ${s}.lock_record(space, 's:' || p_key);
+  -- Postgres's JSON functions cannot read an escaped NUL or a lone surrogate: such an entry (nothing written yet)
+  -- is left to the gateway's unit through a transaction.
+  IF EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key AND e.data ~ ${UNREADABLE}) THEN
+    declined := true;
+    RETURN;
+  END IF;
+  UPDATE ${s}.entries e SET updated_at = p_now, data = ${s}.json_with(e.data, jsonb_build_object('updatedAt', p_now))
+    WHERE e.key = p_key RETURNING e.data INTO entry_data;
+  run_id := p_run_id;
+  IF run_id IS NULL AND p_preferred IS NOT NULL THEN
+    PERFORM ${s}.lock_record(space, 'r:' || p_preferred);
+    IF NOT EXISTS (SELECT 1 FROM ${s}.runs r WHERE r.run_id = p_preferred) THEN
+      run_id := p_preferred;
+    END IF;
+  END IF;
+  run_id := coalesce(run_id, p_fresh);
+  -- The input is the caller's message with the run's id last (a key it had is overridden, as a spread would).
+  v_head := left(p_input, -1) || CASE WHEN p_input = '{}' THEN '' ELSE ',' END;
+  seq := ${s}.append_message(p_key, v_head || '"runId":' || to_json(run_id)::text || '}');
+  run_data := '{"runId":' || to_json(run_id)::text || ',' || substr(p_run, 2, length(p_run) - 2)
+    || CASE WHEN p_idem IS NULL THEN '' ELSE ',"idempotencyKey":' || to_json(p_idem)::text END
+    || ',"inputSeq":' || seq || '}';
+  PERFORM ${s}.lock_record(space, 'r:' || run_id);
+  INSERT INTO ${s}.runs AS r (run_id, status, idempotency_key, follow_up_pending, owner, data)
+    VALUES (run_id, p_status, p_idem, p_follow_up, p_owner, run_data)
+    ON CONFLICT ON CONSTRAINT runs_pkey DO UPDATE SET status = excluded.status,
+      idempotency_key = excluded.idempotency_key, follow_up_pending = excluded.follow_up_pending,
+      owner = excluded.owner, data = excluded.data;
+END
+$$;
+
+CREATE FUNCTION ${s}.run_end(
+  space text, p_key text, p_run_id text, p_fence_owner text, p_status text, p_follow_up boolean, p_owner text,
+  p_run text, p_reply text, p_delta jsonb,
+  p_delivery_id text, p_delivery_key text, p_delivery_session text, p_delivery_run text, p_delivery_status text, p_delivery_next bigint, p_delivery_created bigint,
+  p_delivery_lease_owner text, p_delivery_lease_until bigint, p_delivery text, p_lease_name text, p_lease_owner text,
+  OUT declined boolean, OUT ended boolean, OUT entry_put boolean, OUT delivery_created boolean, OUT delivery_data text,
+  OUT delivery_lease_owner text, OUT delivery_lease_until bigint
+) LANGUAGE plpgsql AS $$
+DECLARE
+  v_entry text;
+  v_doc json;
+  v_fields jsonb;
+  v_token text;
+BEGIN
+  declined := false;
+  -- The locks the same unit through a transaction takes, in its order: session, delivery key, run.
+  PERFORM ${s}.lock_record(space, 's:' || p_key);
+  IF p_delivery_key IS NOT NULL THEN
+    PERFORM ${s}.lock_record(space, 'k:' || p_delivery_key);
+  END IF;
+  PERFORM ${s}.lock_record(space, 'r:' || p_run_id);
+  -- Fenced: a run ended elsewhere, or another owner's, keeps its record, and nothing of this end is written.
+  ended := EXISTS (SELECT 1 FROM ${s}.runs r WHERE r.run_id = p_run_id AND r.status IN ('queued', 'running')
+    AND r.owner IS NOT DISTINCT FROM p_fence_owner);
+  IF NOT ended THEN
+    RETURN;
+  END IF;
+  SELECT e.data INTO v_entry FROM ${s}.entries e WHERE e.key = p_key;
+  entry_put := FOUND;
+  IF entry_put AND v_entry ~ ${UNREADABLE} THEN
+    declined := true;
+    RETURN;
+  END IF;
+  IF p_reply IS NOT NULL THEN
+    PERFORM ${s}.append_message(p_key, p_reply);
+  END IF;
+  IF entry_put THEN
+    v_doc := v_entry::json;
+    v_fields := jsonb_build_object('updatedAt', p_delta->'updatedAt');
+    FOREACH v_token IN ARRAY ARRAY['inputTokens', 'outputTokens', 'totalTokens'] LOOP
+      IF p_delta->'tokens' ? v_token THEN
+        v_fields := v_fields || jsonb_build_object(v_token,
+          coalesce((v_doc->>v_token)::numeric, 0) + (p_delta->'tokens'->>v_token)::numeric);
+      END IF;
+    END LOOP;
+    IF (p_delta->>'systemSent')::boolean THEN
+      v_fields := v_fields || '{"systemSent": true}';
+    END IF;
+    IF (p_delta->>'abortedLastRun')::boolean THEN
+      v_fields := v_fields || '{"abortedLastRun": true}';
+    ELSIF p_delta ? 'abortedLastRun' AND v_doc->'abortedLastRun' IS NOT NULL THEN
+      v_fields := v_fields || '{"abortedLastRun": false}';
+    END IF;
+    UPDATE ${s}.entries e SET updated_at = (p_delta->>'updatedAt')::bigint, data = ${s}.json_with(v_entry, v_fields)
+      WHERE e.key = p_key;
+  END IF;
+  IF p_delivery_key IS NOT NULL THEN
+    INSERT INTO ${s}.deliveries (id, idempotency_key, session_key, run_id, status, next_attempt_at, created_at,
+      lease_owner, lease_until, data)
+      VALUES (p_delivery_id, p_delivery_key, p_delivery_session, p_delivery_run, p_delivery_status, p_delivery_next, p_delivery_created,
+        p_delivery_lease_owner, p_delivery_lease_until, p_delivery)
+      ON CONFLICT (idempotency_key) DO NOTHING;
+    delivery_created := FOUND;
+    IF NOT delivery_created THEN
+      SELECT d.data, d.lease_owner, d.lease_until INTO delivery_data, delivery_lease_owner, delivery_lease_until
+        FROM ${s}.deliveries d WHERE d.idempotency_key = p_delivery_key;
+    END IF;
+  END IF;
+  UPDATE ${s}.runs r SET status = p_status, follow_up_pending = p_follow_up, owner = p_owner, data = p_run
+    WHERE r.run_id = p_run_id;
+  IF p_lease_name IS NOT NULL THEN
+    DELETE FROM ${s}.leases l WHERE l.name = p_lease_name AND l.owner = p_lease_owner;
+  END IF;
+END
+$$;
+`;
+
 /** Every schema version in order. Append only: a released migration never changes. */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -117,6 +272,11 @@ export const MIGRATIONS: readonly Migration[] = [
     description:
       "entries, transcripts with per-session sequence counters, runs, outbox, routes, sub-agents, thread bindings, leases",
     up: VERSION_1,
+  },
+  {
+    version: 2,
+    description: "a run's start and end as one statement each (run_start, run_end)",
+    up: VERSION_2,
   },
 ];
 

@@ -8,6 +8,7 @@ import { toStoreError, withStoreErrors } from "./errors.js";
 import { createLeaseOperations } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { ATOMIC_OPS, createOperations, type Operations } from "./operations.js";
+import { createRunUnits, type Done } from "./run-units.js";
 import { createUnits, type Db, type Unit } from "./units.js";
 
 /**
@@ -191,7 +192,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     pool,
     where,
     lockSpace: schema,
-    notifySql: (client, changes) => notifySql(client, channel, origin, changes),
+    notifySql: (changes) => notifySql(channel, origin, changes),
     onNotifyError: (error) =>
       logger.warn("could not announce committed changes; other gateways see them on their next poll", {
         error: String(error),
@@ -243,6 +244,24 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       }
     };
   }
+  // A run's start and end, one statement each: inside a caller's unit they join it (its commit announces them).
+  const runUnits = createRunUnits(s, schema);
+  const native =
+    <U, R>(fn: (db: Db, unit: U) => Promise<Done<R>>) =>
+    async (unit: U): Promise<R> => {
+      check();
+      const inUnit = units.current() !== undefined;
+      const db = units.db();
+      let done: Done<R>;
+      try {
+        done = await fn(db, unit);
+      } catch (error) {
+        throw toStoreError(error, where);
+      }
+      if (inUnit) for (const change of done.changes) db.emit(change);
+      else units.announce(done.changes);
+      return done.result;
+    };
   const leaseCalls: Record<string, unknown> = {};
   for (const [name, fn] of Object.entries(leases) as [
     string,
@@ -266,6 +285,8 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       "acquireLease" | "renewLease" | "releaseLease" | "getLease" | "listLeases" | "claimDeliveries"
     >),
     transaction,
+    recordRunStart: native(runUnits.recordRunStart),
+    recordRunEnd: native(runUnits.recordRunEnd),
     watch(listener) {
       const own = (change: StoreChange) => listener(change);
       listeners.add(own);
@@ -305,6 +326,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       closed = true;
       // What was published before closing still goes out (a gateway's last run events, on a graceful stop).
       await publisher.flushed();
+      await units.announced();
       await feed.close();
       await pool.end().catch(() => undefined);
     },

@@ -38,7 +38,7 @@ export interface UnitsDeps {
   pool: pg.Pool;
   where: string;
   /** The statement that announces committed `changes` to other processes (empty: nothing to announce). */
-  notifySql(client: pg.ClientBase, changes: readonly StoreChange[]): string;
+  notifySql(changes: readonly StoreChange[]): string;
   /** A committed unit's announcement failed: the change stands, other processes learn of it by polling. */
   onNotifyError(error: unknown): void;
   /** Tells this process's watchers, after commit. */
@@ -77,6 +77,30 @@ export function createUnits(deps: UnitsDeps) {
     const unit = context.getStore();
     return unit === undefined || unit.root.done ? undefined : unit;
   };
+
+  // Committed changes reach this process's watchers at once, and the other processes in one NOTIFY per batch: the
+  // changes committed while the previous batch was being sent go together. Announced after the commits, not inside
+  // them: Postgres runs the commits of notifying transactions one at a time (a global lock held through the WAL
+  // flush), which would cap every gateway at one commit per fsync.
+  let unannounced: StoreChange[] = [];
+  let announcing: Promise<void> | undefined;
+  function announce(changes: readonly StoreChange[]): void {
+    if (changes.length === 0) return;
+    deps.publish(changes);
+    unannounced.push(...changes);
+    if (announcing !== undefined) return;
+    announcing = (async () => {
+      while (unannounced.length > 0) {
+        // Let the rest of this tick's commits join the batch.
+        await new Promise((resolve) => setImmediate(resolve));
+        const batch = unannounced;
+        unannounced = [];
+        await deps.pool.query(deps.notifySql(batch)).catch((error: unknown) => deps.onNotifyError(error));
+      }
+    })().finally(() => {
+      announcing = undefined;
+    });
+  }
 
   function dbOf(unit: Unit): Db {
     const { root } = unit;
@@ -200,11 +224,7 @@ export function createUnits(deps: UnitsDeps) {
           { retryAfterMs: 1000 },
         );
       }
-      deps.publish(root.changes);
-      // Announced after the commit, not inside it: Postgres runs the commits of notifying transactions one at a
-      // time (a global lock held through the WAL flush), which would cap every gateway at one commit per fsync.
-      const notify = deps.notifySql(client, root.changes);
-      if (notify !== "") await client.query(notify).catch((error: unknown) => deps.onNotifyError(error));
+      announce(root.changes);
       return result;
     } finally {
       root.done = true;
@@ -215,6 +235,12 @@ export function createUnits(deps: UnitsDeps) {
 
   return {
     current,
+    /** Tells this process's watchers of committed `changes` now, and the other processes with the next batch. */
+    announce,
+    /** Resolves once every change announced so far has been sent to the other processes (or failed to). */
+    async announced(): Promise<void> {
+      while (announcing !== undefined) await announcing;
+    },
     /** The Db of the unit the caller is in, or the pool's. */
     db: (): Db => {
       const unit = current();

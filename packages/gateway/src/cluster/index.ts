@@ -2,18 +2,22 @@ import type { GatewayContext } from "../context.js";
 import type { GatewayEvent } from "../gateway.js";
 import { isFinal } from "../runs/wait.js";
 import type { CreatedRun } from "../server/event-routing.js";
-import { createClusterLanes } from "./lanes.js";
+import { createClusterLanes, type LaneHold } from "./lanes.js";
 import type { ClusterSettings } from "./options.js";
 import { createEventRelay } from "./remote-events.js";
 
 export { type ExclusiveConnection, type HeldConnection, holdExclusiveConnection } from "./connections.js";
+export type { LaneHold } from "./lanes.js";
 export { type ClusterOptions, type ClusterSettings, clusterSettings } from "./options.js";
 
 /** What the run modules use of cluster mode: the session lanes shared by every gateway on the store. */
 export interface ClusterRuntime {
   readonly settings: ClusterSettings;
-  /** Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by `tryTakeLane`). */
-  lane<T>(sessionKey: string, task: () => Promise<T>, taken?: boolean): Promise<T>;
+  /**
+   * Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by `tryTakeLane`); the
+   * task may give the lane up with its last write (`hold`).
+   */
+  lane<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken?: boolean): Promise<T>;
   /**
    * One attempt at the session's lane, without waiting: true when this gateway holds it now. A run that starts
    * with it is recorded `running` at once; one that cannot is `queued` until it gets the lane.

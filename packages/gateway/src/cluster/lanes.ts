@@ -8,6 +8,12 @@ const POLL_MAX_MS = 500;
 
 export const laneLeaseName = (sessionKey: string) => `lane:${sessionKey}`;
 
+/** The lane lease a task runs under, which it may give up with its last write (`released` says it did). */
+export interface LaneHold {
+  readonly lease: { name: string; owner: string };
+  released(): void;
+}
+
 /**
  * One run at a time per session across every gateway on the store: a run executes while its gateway holds the
  * session's lane lease (renewed as it runs, released when it ends). A gateway that finds the lane taken waits,
@@ -92,19 +98,25 @@ export function createClusterLanes(deps: {
      * Runs `task` holding the session's lane (a closing gateway runs it at once: it ends the run as closed).
      * `taken`: the lane was taken already with `tryTake` (the run was recorded as started).
      */
-    async run<T>(sessionKey: string, task: () => Promise<T>, taken = false): Promise<T> {
+    async run<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken = false): Promise<T> {
       if (deps.closed() && !taken) return task();
       const name = laneLeaseName(sessionKey);
       if (!taken) await acquire(name, sessionKey);
+      let released = false;
       const renew = setInterval(() => {
-        store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
+        if (!released) store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
       }, settings.heartbeatMs);
       renew.unref();
       try {
-        return await task();
+        return await task({
+          lease: { name, owner },
+          released: () => {
+            released = true;
+          },
+        });
       } finally {
         clearInterval(renew);
-        await store.releaseLease(name, owner).catch(() => false);
+        if (!released) await store.releaseLease(name, owner).catch(() => false);
       }
     },
     /** A run of `sessionKey` ended somewhere: gateways waiting for its lane try again now. */

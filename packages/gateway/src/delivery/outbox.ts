@@ -189,8 +189,8 @@ export function createOutbox(deps: OutboxDeps) {
     if (next !== undefined) schedule(next.nextAttemptAt);
   }
 
-  /** Writes a delivery through `tx` (the store itself by default), claimed by this gateway, not yet sent. */
-  async function record(input: EnqueueDelivery, tx: StoreOps = store): Promise<RecordedDelivery> {
+  /** The record a new delivery is stored as: claimed by this gateway, not yet sent. */
+  function draft(input: EnqueueDelivery): DeliveryRecord {
     const now = clock.now();
     const fresh: DeliveryRecord = {
       id: timeOrderedId(),
@@ -214,14 +214,19 @@ export function createOutbox(deps: OutboxDeps) {
       fresh.leaseOwner = deps.owner;
       fresh.leaseUntil = now + leaseMs;
     }
-    const { record: stored, created } = await tx.enqueueDelivery(fresh);
-    return {
-      record: stored,
-      committed() {
-        if (created && stored.status === "queued") void track(stored.id);
-        if (created && stored.status !== "queued") deps.onFinal(stored);
-      },
-    };
+    return fresh;
+  }
+
+  /** After the unit that enqueued a drafted delivery committed: a new one starts sending (or is reported). */
+  function committed({ record: stored, created }: { record: DeliveryRecord; created: boolean }): void {
+    if (created && stored.status === "queued") void track(stored.id);
+    if (created && stored.status !== "queued") deps.onFinal(stored);
+  }
+
+  /** Writes a delivery through `tx` (the store itself by default), claimed by this gateway, not yet sent. */
+  async function record(input: EnqueueDelivery, tx: StoreOps = store): Promise<RecordedDelivery> {
+    const enqueued = await tx.enqueueDelivery(draft(input));
+    return { record: enqueued.record, committed: () => committed(enqueued) };
   }
 
   return {
@@ -232,6 +237,8 @@ export function createOutbox(deps: OutboxDeps) {
       return recorded.record;
     },
     record,
+    draft,
+    committed,
     /** Replays everything queued (at start, after a restart). */
     replay: pump,
     /** Waits for attempts under way, at most `timeoutMs`. */

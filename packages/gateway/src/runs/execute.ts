@@ -1,8 +1,10 @@
 import { SessionsError } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
+import type { LaneHold } from "../cluster/lanes.js";
 import type { GatewayContext } from "../context.js";
 import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
 import { type LentMessages, readHistory } from "../store/history.js";
+import { recordRunEnd } from "../store/run-units.js";
 import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
 import { buildTools } from "../tools/build.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
@@ -22,6 +24,8 @@ export async function executeRun(
   control: RunControl,
   /** The session entry as the run's start left it, when the run started at once (it saves a read). */
   known?: { entry: StoredEntry | undefined },
+  /** In a cluster: the session's lane, given up with the run's end. */
+  lane?: LaneHold,
 ): Promise<RunRecord> {
   const { store, clock } = ctx;
   const release = spec.subagentSlot ? await ctx.runs.subagentSlots.acquire() : undefined;
@@ -83,7 +87,7 @@ export async function executeRun(
       else ctx.runs.disown(ended.runId);
     }
   }
-  run = await recordEnd(ctx, run, usage);
+  run = await recordEnd(ctx, run, usage, lane);
   emitFinal(ctx, run);
   ctx.runs.settle(run);
   // A discarded end leaves the run's follow-up work to the gateway that recovered it.
@@ -140,15 +144,6 @@ function runRequest(
   return request;
 }
 
-/** Usage adds up on the session entry. */
-function addUsage(entry: StoredEntry, usage: RunUsage | undefined): StoredEntry {
-  const next = { ...entry };
-  if (usage?.inputTokens !== undefined) next.inputTokens = (entry.inputTokens ?? 0) + usage.inputTokens;
-  if (usage?.outputTokens !== undefined) next.outputTokens = (entry.outputTokens ?? 0) + usage.outputTokens;
-  if (usage?.totalTokens !== undefined) next.totalTokens = (entry.totalTokens ?? 0) + usage.totalTokens;
-  return next;
-}
-
 /**
  * The end of a run as one unit of work: the reply message, the session's usage and flags, the reply's delivery
  * and the run's final record commit together — so a queued reply is never lost and never queued twice.
@@ -157,52 +152,45 @@ async function recordEnd(
   ctx: GatewayContext,
   run: RunRecord,
   usage: RunUsage | undefined,
+  lane: LaneHold | undefined,
 ): Promise<RunRecord> {
-  const { clock } = ctx;
-  try {
-    const delivery = await ctx.store.transaction(async (tx) => {
-      if (run.status === "ok" && run.reply !== undefined && run.reply.trim() !== "") {
-        await tx.appendMessage(run.sessionKey, {
-          role: "assistant",
-          content: run.reply,
-          ts: clock.now(),
+  const now = ctx.clock.now();
+  const ok = run.status === "ok";
+  const reply = ok && run.reply !== undefined && run.reply.trim() !== "" ? run.reply : undefined;
+  const delivery =
+    ok && run.reply && run.deliverTo?.channel && run.deliverTo.to
+      ? ctx.outbox.draft({
+          idempotencyKey: `reply:${run.runId}`,
+          kind: "reply",
+          sessionKey: run.sessionKey,
           runId: run.runId,
-        });
-      }
-      const entry = await tx.getEntry(run.sessionKey);
-      if (entry !== undefined) {
-        const next = run.status === "ok" ? addUsage(entry, usage) : { ...entry };
-        if (run.status === "ok") {
-          next.systemSent = true;
-          if (next.abortedLastRun) next.abortedLastRun = false;
-        }
-        if (run.status === "aborted") next.abortedLastRun = true;
-        await tx.putEntry({ ...next, updatedAt: clock.now() });
-      }
-      const recorded =
-        run.status === "ok" && run.reply && run.deliverTo?.channel && run.deliverTo.to
-          ? await ctx.outbox.record(
-              {
-                idempotencyKey: `reply:${run.runId}`,
-                kind: "reply",
-                sessionKey: run.sessionKey,
-                runId: run.runId,
-                target: run.deliverTo as DeliveryTarget,
-                text: run.reply,
-              },
-              tx,
-            )
-          : undefined;
-      // Fenced: a gateway that stalled past its lease finds its run ended by another one, and discards its end.
-      if (!(await tx.endRun(run, ctx.owner))) throw new EndedElsewhere();
-      return recorded;
+          target: run.deliverTo as DeliveryTarget,
+          text: run.reply,
+        })
+      : undefined;
+  try {
+    const ended = await recordRunEnd(ctx.store, {
+      run,
+      owner: ctx.owner,
+      ...(reply === undefined
+        ? {}
+        : { reply: { role: "assistant" as const, content: reply, ts: now, runId: run.runId } }),
+      entry: {
+        updatedAt: now,
+        ...(ok ? { tokens: usage, systemSent: true as const, abortedLastRun: false } : {}),
+        ...(run.status === "aborted" ? { abortedLastRun: true } : {}),
+      },
+      ...(delivery === undefined ? {} : { delivery }),
+      ...(lane === undefined ? {} : { releaseLease: lane.lease }),
     });
-    delivery?.committed();
+    // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is dropped.
+    if (!ended.ended) return discardEnd(ctx, run);
+    lane?.released();
+    if (ended.delivery !== undefined) ctx.outbox.committed(ended.delivery);
     if (ctx.listening?.() !== false)
       ctx.emit({ type: "sessions.changed", key: run.sessionKey, reason: "updated" });
     return run;
   } catch (error) {
-    if (error instanceof EndedElsewhere) return discardEnd(ctx, run);
     // Nothing of the end was recorded (storage full, store gone): say so, and try to end the run at least.
     const message = error instanceof Error ? error.message : String(error);
     ctx.logger.error("could not record the end of a run", { runId: run.runId, error: message });
@@ -217,7 +205,6 @@ async function recordEnd(
   }
 }
 
-class EndedElsewhere extends Error {}
 const discarded = new WeakSet<RunRecord>();
 
 /** The run was ended by another gateway (recovery) while this one stalled: its end stands, this one's is dropped. */

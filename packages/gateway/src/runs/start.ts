@@ -1,5 +1,7 @@
 import { type DeliveryContext, SessionsError, type TranscriptMessage } from "@sessions/core";
+import type { LaneHold } from "../cluster/lanes.js";
 import type { GatewayContext } from "../context.js";
+import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { RunKind, RunRecord, StoredEntry, StoredMessage, StoreOps } from "../store/types.js";
 import type { ToolContext } from "../tools/tool-context.js";
@@ -110,43 +112,40 @@ async function claimLane(ctx: GatewayContext, spec: RunSpec): Promise<LaneSlot |
 }
 
 /** The run's unit of work: idempotency check, the caller's writes, the session touched, the input, the run. */
-function record(
+async function record(
   ctx: GatewayContext,
   spec: RunSpec,
   startsNow: boolean,
 ): Promise<{ run: RunRecord; input: StoredMessage | undefined; entry: StoredEntry | undefined }> {
-  return ctx.store.transaction(async (tx) => {
-    if (spec.idempotencyKey !== undefined) {
-      const existing = await tx.findRunByIdempotencyKey(spec.idempotencyKey);
-      if (existing !== undefined) return { run: existing, input: undefined, entry: undefined };
-    }
-    if (spec.prepare !== undefined) await spec.prepare(tx);
-    const now = ctx.clock.now();
-    const current = await tx.getEntry(spec.sessionKey);
-    const entry = current === undefined ? undefined : { ...current, updatedAt: now };
-    if (entry !== undefined) await tx.putEntry(entry);
-    const preferred = spec.preferredRunId;
-    const runId =
-      spec.runId ??
-      (preferred !== undefined && (await tx.getRun(preferred)) === undefined ? preferred : timeOrderedId());
-    const input = await tx.appendMessage(spec.sessionKey, { ...spec.input, runId });
-    const run: RunRecord = {
-      runId,
+  const now = ctx.clock.now();
+  const run: Omit<RunRecord, "runId" | "inputSeq" | "idempotencyKey"> = {
+    sessionKey: spec.sessionKey,
+    agentId: agentIdOfKey(spec.sessionKey) ?? "main",
+    kind: spec.kind,
+    status: startsNow ? "running" : "queued",
+    createdAt: now,
+    ...(startsNow ? { startedAt: now } : {}),
+    owner: ctx.owner,
+  };
+  if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
+  if (spec.followUp !== undefined) run.followUp = spec.followUp;
+  const started = await recordRunStart(
+    ctx.store,
+    {
       sessionKey: spec.sessionKey,
-      agentId: agentIdOfKey(spec.sessionKey) ?? "main",
-      kind: spec.kind,
-      status: startsNow ? "running" : "queued",
-      createdAt: now,
-      ...(startsNow ? { startedAt: now } : {}),
-      inputSeq: input.seq,
-      owner: ctx.owner,
-    };
-    if (spec.idempotencyKey !== undefined) run.idempotencyKey = spec.idempotencyKey;
-    if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
-    if (spec.followUp !== undefined) run.followUp = spec.followUp;
-    await tx.putRun(run);
-    return { run, input, entry };
-  });
+      idempotencyKey: spec.idempotencyKey,
+      runId: spec.runId,
+      preferredRunId: spec.preferredRunId,
+      freshRunId: timeOrderedId(),
+      now,
+      input: spec.input,
+      run,
+    },
+    spec.prepare,
+  );
+  return started.created
+    ? { run: started.run, input: started.input, entry: started.entry }
+    : { run: started.run, input: undefined, entry: undefined };
 }
 
 /** Queues the run on its session's lane; a run that starts at once gets the entry as its start left it. */
@@ -160,8 +159,9 @@ function schedule(
 ): void {
   const control = ctx.runs.register(run);
   ctx.onRunCreated?.(run);
-  const known = run.status === "running" && ctx.cluster === undefined ? { entry } : undefined;
-  const execute = () => executeRun(ctx, run, spec, input, control, known);
+  // Recorded running: nothing of the session ran between its start and now, here or (lane taken) elsewhere.
+  const known = run.status === "running" ? { entry } : undefined;
+  const execute = (lane?: LaneHold) => executeRun(ctx, run, spec, input, control, known, lane);
   // Several gateways on one store: the session's lane also holds across them (a lease per lane).
   const cluster = ctx.cluster;
   const task =

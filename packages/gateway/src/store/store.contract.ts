@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { delivery, entry, run } from "./contract-records.js";
+import { describeRunUnitsContract } from "./run-units.contract.js";
 import { describeFencingContract } from "./store-fencing.contract.js";
 import { describeUnitOfWorkContract } from "./store-units.contract.js";
 import type { DeliveryRecord, RunRecord, SessionStore, StoredEntry, SubagentRecord } from "./types.js";
@@ -255,5 +256,6 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
 
     describeUnitOfWorkContract(open);
     describeFencingContract(open);
+    describeRunUnitsContract(open);
   });
 }

@@ -303,6 +303,60 @@ export interface StoreOps {
   deleteThreadBinding(channel: string, accountId: string, threadId: string): Promise<boolean>;
 }
 
+/** The start of a run as one unit of work (see `store/run-units.ts`, which does it through `transaction`). */
+export interface RunStartUnit {
+  sessionKey: string;
+  /** A run with this key already: nothing is written, and that run is the answer. */
+  idempotencyKey?: string | undefined;
+  /** The run's id: `runId` when set; else `preferredRunId` unless a run already has it; else `freshRunId`. */
+  runId?: string | undefined;
+  preferredRunId?: string | undefined;
+  freshRunId: string;
+  /** The session entry (if there is one) gets this `updatedAt`. */
+  now: number;
+  /** The input message, appended to the transcript with the run's id. */
+  input: TranscriptMessage;
+  /** The run as recorded, but for its id, `idempotencyKey` and `inputSeq` (the input's seq), which the unit adds. */
+  run: Omit<RunRecord, "runId" | "inputSeq" | "idempotencyKey">;
+}
+
+/** What a run's start recorded: a new run, or the first run of a repeated idempotency key (nothing written). */
+export type RunStartResult =
+  | { created: true; run: RunRecord; input: StoredMessage; entry: StoredEntry | undefined }
+  | { created: false; run: RunRecord };
+
+/** What the end of a run does to its session entry, if the session has one. */
+export interface EntryRunDelta {
+  updatedAt: number;
+  /** Added to the entry's token counts (a count absent here is left as it is). */
+  tokens?: RunUsage | undefined;
+  systemSent?: true | undefined;
+  /** `true` sets the flag; `false` clears it where the entry has it. */
+  abortedLastRun?: boolean | undefined;
+}
+
+/** The end of a run as one unit of work: the reply, the session's usage, the reply's delivery, the final record. */
+export interface RunEndUnit {
+  /** The run's final record; it is written only if the run is still `queued`/`running` and `owner`'s (as `endRun`). */
+  run: RunRecord;
+  owner: string | undefined;
+  /** Appended to the transcript. */
+  reply?: TranscriptMessage | undefined;
+  entry: EntryRunDelta;
+  /** Enqueued as `enqueueDelivery` does: once per idempotency key. */
+  delivery?: DeliveryRecord | undefined;
+  /**
+   * A lease given up with the end (the session's lane in a cluster), as `releaseLease` does: in the same
+   * transaction, or right after it. Kept when the run was ended elsewhere.
+   */
+  releaseLease?: { name: string; owner: string } | undefined;
+}
+
+/** `ended: false`: the run was ended elsewhere (or changed hands), and nothing of this end was written. */
+export type RunEndResult =
+  | { ended: true; delivery?: { record: DeliveryRecord; created: boolean } | undefined }
+  | { ended: false };
+
 /**
  * Where the gateway keeps everything. Implementations pass one contract suite (`store.contract.ts`):
  * `createSqliteStore` (default), `createMemoryStore` (tests) and, for several gateways, a networked store.
@@ -321,6 +375,14 @@ export interface SessionStore extends StoreOps {
    * side (Postgres, where units touching the same record take turns) is the store's business.
    */
   transaction<T>(work: (tx: StoreOps) => Promise<T>): Promise<T>;
+  /**
+   * Optional: a run's start as one native operation (one round trip), doing exactly what `recordRunStart` in
+   * `store/run-units.ts` does through `transaction`, under the same record locks. Absent, or answering `undefined`
+   * (it wrote nothing and declines this one), the gateway does it through `transaction`.
+   */
+  recordRunStart?(unit: RunStartUnit): Promise<RunStartResult | undefined>;
+  /** Optional: a run's end as one native operation; see `recordRunStart`. */
+  recordRunEnd?(unit: RunEndUnit): Promise<RunEndResult | undefined>;
   /**
    * Committed changes, from this process and (for networked stores) every other one sharing the database.
    * A listener that throws is ignored: the write stands and the other listeners still hear of it.

@@ -1,0 +1,100 @@
+import type {
+  EntryRunDelta,
+  RunEndResult,
+  RunEndUnit,
+  RunRecord,
+  RunStartResult,
+  RunStartUnit,
+  SessionStore,
+  StoredEntry,
+  StoreOps,
+} from "./types.js";
+
+/**
+ * The two units of work of every run, as store operations. A store may do each natively (`recordRunStart`,
+ * `recordRunEnd`: one round trip on Postgres); otherwise they run here, through `transaction`. Both ways do the
+ * same thing, and the store contract checks it.
+ */
+
+/** Extra writes that belong with a run's start, in its unit (after the idempotency check, before the input). */
+export type StartWrites = (tx: StoreOps) => Promise<void>;
+
+/** A run's start: idempotency check, the session touched, the input message, the run. */
+export async function recordRunStart(
+  store: SessionStore,
+  unit: RunStartUnit,
+  prepare?: StartWrites,
+): Promise<RunStartResult> {
+  const native = prepare === undefined ? await store.recordRunStart?.(unit) : undefined;
+  return native ?? store.transaction((tx) => runStartThrough(tx, unit, prepare));
+}
+
+/** A run's end: the reply, the session's usage and flags, the reply's delivery, the final record (fenced). */
+export async function recordRunEnd(store: SessionStore, unit: RunEndUnit): Promise<RunEndResult> {
+  const native = await store.recordRunEnd?.(unit);
+  if (native !== undefined) return native;
+  let ended: RunEndResult;
+  try {
+    ended = await store.transaction((tx) => runEndThrough(tx, unit));
+  } catch (error) {
+    if (error instanceof EndedElsewhere) return { ended: false };
+    throw error;
+  }
+  const lease = unit.releaseLease;
+  // Not released (the store failed): it lapses, as a lease whose holder stopped renewing does.
+  if (lease !== undefined) await store.releaseLease(lease.name, lease.owner).catch(() => false);
+  return ended;
+}
+
+/** {@link recordRunStart} as store operations inside a unit of work. */
+export async function runStartThrough(
+  tx: StoreOps,
+  unit: RunStartUnit,
+  prepare?: StartWrites,
+): Promise<RunStartResult> {
+  if (unit.idempotencyKey !== undefined) {
+    const existing = await tx.findRunByIdempotencyKey(unit.idempotencyKey);
+    if (existing !== undefined) return { created: false, run: existing };
+  }
+  if (prepare !== undefined) await prepare(tx);
+  const current = await tx.getEntry(unit.sessionKey);
+  const entry = current === undefined ? undefined : { ...current, updatedAt: unit.now };
+  if (entry !== undefined) await tx.putEntry(entry);
+  const preferred = unit.preferredRunId;
+  const runId =
+    unit.runId ??
+    (preferred !== undefined && (await tx.getRun(preferred)) === undefined ? preferred : unit.freshRunId);
+  const input = await tx.appendMessage(unit.sessionKey, { ...unit.input, runId });
+  const run: RunRecord = { runId, ...unit.run, inputSeq: input.seq };
+  if (unit.idempotencyKey !== undefined) run.idempotencyKey = unit.idempotencyKey;
+  await tx.putRun(run);
+  return { created: true, run, input, entry };
+}
+
+class EndedElsewhere extends Error {}
+
+/** {@link recordRunEnd} as store operations inside a unit of work; throws to roll back a fenced-out end. */
+async function runEndThrough(tx: StoreOps, unit: RunEndUnit): Promise<RunEndResult> {
+  const { run } = unit;
+  if (unit.reply !== undefined) await tx.appendMessage(run.sessionKey, unit.reply);
+  const entry = await tx.getEntry(run.sessionKey);
+  if (entry !== undefined) await tx.putEntry(applyRunDelta(entry, unit.entry));
+  const delivery = unit.delivery === undefined ? undefined : await tx.enqueueDelivery(unit.delivery);
+  // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is undone.
+  if (!(await tx.endRun(run, unit.owner))) throw new EndedElsewhere();
+  return { ended: true, delivery };
+}
+
+/** The session entry after a run's end (a copy). */
+export function applyRunDelta(entry: StoredEntry, delta: EntryRunDelta): StoredEntry {
+  const next = { ...entry };
+  const { tokens } = delta;
+  if (tokens?.inputTokens !== undefined) next.inputTokens = (entry.inputTokens ?? 0) + tokens.inputTokens;
+  if (tokens?.outputTokens !== undefined) next.outputTokens = (entry.outputTokens ?? 0) + tokens.outputTokens;
+  if (tokens?.totalTokens !== undefined) next.totalTokens = (entry.totalTokens ?? 0) + tokens.totalTokens;
+  if (delta.systemSent === true) next.systemSent = true;
+  if (delta.abortedLastRun === true) next.abortedLastRun = true;
+  else if (delta.abortedLastRun === false && next.abortedLastRun !== undefined) next.abortedLastRun = false;
+  next.updatedAt = delta.updatedAt;
+  return next;
+}

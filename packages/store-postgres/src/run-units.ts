@@ -1,0 +1,135 @@
+import type {
+  DeliveryRecord,
+  RunEndResult,
+  RunEndUnit,
+  RunRecord,
+  RunStartResult,
+  RunStartUnit,
+  StoreChange,
+  StoredEntry,
+  StoredMessage,
+} from "@sessions/gateway";
+import { toDelivery } from "./operations.js";
+import type { Db } from "./units.js";
+
+/** What a unit answers, and the changes it made (announced by the caller: at once, or with its own unit). */
+export interface Done<T> {
+  result: T;
+  changes: StoreChange[];
+}
+
+/**
+ * A run's start and end as one statement each: the functions migration 2 installs (`run_start`, `run_end`) take
+ * the same record locks and do the same reads and writes as the gateway's units through a transaction. Inside a
+ * caller's unit they join it; outside, each is a transaction of its own.
+ */
+export function createRunUnits(s: string, lockSpace: string) {
+  return {
+    async recordRunStart(db: Db, unit: RunStartUnit): Promise<Done<RunStartResult | undefined>> {
+      const { rows } = await db.query<{
+        declined: boolean;
+        created: boolean;
+        run_id: string | null;
+        seq: string | null;
+        run_data: string;
+        entry_data: string | null;
+      }>(`SELECT * FROM ${s}.run_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, [
+        lockSpace,
+        unit.sessionKey,
+        unit.idempotencyKey ?? null,
+        unit.runId ?? null,
+        unit.preferredRunId ?? null,
+        unit.freshRunId,
+        unit.now,
+        JSON.stringify(unit.input),
+        JSON.stringify(unit.run),
+        unit.run.status,
+        unit.run.followUp !== undefined && unit.run.followUpDone !== true,
+        unit.run.owner ?? null,
+      ]);
+      const row = rows[0];
+      if (row === undefined) throw new Error("run_start returned no row");
+      if (row.declined) return { result: undefined, changes: [] };
+      if (!row.created)
+        return { result: { created: false, run: JSON.parse(row.run_data) as RunRecord }, changes: [] };
+      const runId = row.run_id as string;
+      const seq = Number(row.seq);
+      const run: RunRecord = { runId, ...unit.run, inputSeq: seq };
+      if (unit.idempotencyKey !== undefined) run.idempotencyKey = unit.idempotencyKey;
+      const input = { ...unit.input, runId, seq } as StoredMessage;
+      const entry = row.entry_data === null ? undefined : (JSON.parse(row.entry_data) as StoredEntry);
+      const changes: StoreChange[] = [];
+      if (entry !== undefined) changes.push({ type: "entry", key: unit.sessionKey, op: "put" });
+      changes.push({ type: "run", runId, sessionKey: run.sessionKey, status: run.status });
+      return { result: { created: true, run, input, entry }, changes };
+    },
+
+    async recordRunEnd(db: Db, unit: RunEndUnit): Promise<Done<RunEndResult | undefined>> {
+      const { run, delivery } = unit;
+      const { rows } = await db.query<{
+        declined: boolean;
+        ended: boolean;
+        entry_put: boolean | null;
+        delivery_created: boolean | null;
+        delivery_data: string | null;
+        delivery_lease_owner: string | null;
+        delivery_lease_until: string | null;
+      }>(
+        `SELECT * FROM ${s}.run_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+        [
+          lockSpace,
+          run.sessionKey,
+          run.runId,
+          unit.owner ?? null,
+          run.status,
+          run.followUp !== undefined && run.followUpDone !== true,
+          run.owner ?? null,
+          JSON.stringify(run),
+          unit.reply === undefined ? null : JSON.stringify(unit.reply),
+          JSON.stringify(unit.entry),
+          delivery?.id ?? null,
+          delivery?.idempotencyKey ?? null,
+          delivery?.sessionKey ?? null,
+          delivery?.runId ?? null,
+          delivery?.status ?? null,
+          delivery?.nextAttemptAt ?? null,
+          delivery?.createdAt ?? null,
+          delivery?.leaseOwner ?? null,
+          delivery?.leaseUntil ?? null,
+          delivery === undefined ? null : JSON.stringify(delivery),
+          unit.releaseLease?.name ?? null,
+          unit.releaseLease?.owner ?? null,
+        ],
+      );
+      const row = rows[0];
+      if (row === undefined) throw new Error("run_end returned no row");
+      if (row.declined) return { result: undefined, changes: [] };
+      if (!row.ended) return { result: { ended: false }, changes: [] };
+      const changes: StoreChange[] = [];
+      if (row.entry_put === true) changes.push({ type: "entry", key: run.sessionKey, op: "put" });
+      let recorded: { record: DeliveryRecord; created: boolean } | undefined;
+      if (delivery !== undefined) {
+        if (row.delivery_created === true) {
+          recorded = { record: structuredClone(delivery), created: true };
+          changes.push({
+            type: "delivery",
+            id: delivery.id,
+            sessionKey: delivery.sessionKey,
+            status: delivery.status,
+          });
+        } else {
+          recorded = {
+            record: toDelivery({
+              data: row.delivery_data as string,
+              lease_owner: row.delivery_lease_owner,
+              lease_until: row.delivery_lease_until,
+            }),
+            created: false,
+          };
+        }
+      }
+      changes.push({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
+      return { result: { ended: true, delivery: recorded }, changes };
+    },
+  };
+}
