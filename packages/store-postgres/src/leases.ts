@@ -8,7 +8,7 @@ import type {
 import { type DeliveryRow, toDelivery } from "./operations.js";
 import type { Db } from "./units.js";
 
-type LeaseRow = {
+export type LeaseRow = {
   name: string;
   owner: string;
   acquired_at: string;
@@ -18,7 +18,7 @@ type LeaseRow = {
 
 const LEASE_COLUMNS = "name, owner, acquired_at, expires_at, data";
 
-function toLease(row: LeaseRow): Lease {
+export function toLease(row: LeaseRow): Lease {
   return {
     name: row.name,
     owner: row.owner,

@@ -142,7 +142,9 @@ $$;
 CREATE FUNCTION ${s}.run_start(
   space text, p_key text, p_idem text, p_run_id text, p_preferred text, p_fresh text, p_now bigint,
   p_input text, p_run text, p_status text, p_follow_up boolean, p_owner text,
-  OUT declined boolean, OUT created boolean, OUT run_id text, OUT seq bigint, OUT run_data text, OUT entry_data text
+  p_lease_name text, p_lease_owner text, p_lease_now bigint, p_lease_expires bigint, p_lease_data text, p_run_queued text,
+  OUT declined boolean, OUT created boolean, OUT run_id text, OUT seq bigint, OUT run_data text, OUT entry_data text,
+  OUT lease_taken boolean, OUT lease_row text
 ) LANGUAGE plpgsql AS $$
 DECLARE v_head text;
 BEGIN
@@ -162,6 +164,28 @@ BEGIN
   IF EXISTS (SELECT 1 FROM ${s}.entries e WHERE e.key = p_key AND e.data ~ ${UNREADABLE}) THEN
     declined := true;
     RETURN;
+  END IF;
+  -- The lane, as acquireLease takes it (free, expired or already the owner's); not taken, the run waits for it.
+  IF p_lease_name IS NOT NULL THEN
+    FOR attempt IN 1..2 LOOP
+      INSERT INTO ${s}.leases AS l (name, owner, acquired_at, expires_at, data)
+        VALUES (p_lease_name, p_lease_owner, p_lease_now, p_lease_expires, p_lease_data)
+        ON CONFLICT (name) DO UPDATE SET
+          acquired_at = CASE WHEN l.owner = excluded.owner THEN l.acquired_at ELSE excluded.acquired_at END,
+          data = CASE WHEN l.owner = excluded.owner THEN coalesce(excluded.data, l.data) ELSE excluded.data END,
+          owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE l.owner = excluded.owner OR l.expires_at <= excluded.acquired_at
+        RETURNING row_to_json(l.*)::text INTO lease_row;
+      lease_taken := lease_row IS NOT NULL;
+      EXIT WHEN lease_taken;
+      SELECT row_to_json(l.*)::text INTO lease_row FROM ${s}.leases l WHERE l.name = p_lease_name;
+      -- Released in between: try again.
+      EXIT WHEN lease_row IS NOT NULL;
+    END LOOP;
+    IF NOT lease_taken THEN
+      p_run := p_run_queued;
+      p_status := 'queued';
+    END IF;
   END IF;
   UPDATE ${s}.entries e SET updated_at = p_now, data = ${s}.json_with(e.data, jsonb_build_object('updatedAt', p_now))
     WHERE e.key = p_key RETURNING e.data INTO entry_data;

@@ -1,4 +1,5 @@
 import type {
+  AcquireLeaseResult,
   DeliveryRecord,
   RunEndResult,
   RunEndUnit,
@@ -9,6 +10,7 @@ import type {
   StoredEntry,
   StoredMessage,
 } from "@sessions/gateway";
+import { type LeaseRow, toLease } from "./leases.js";
 import { toDelivery } from "./operations.js";
 import type { Db } from "./units.js";
 
@@ -26,6 +28,9 @@ export interface Done<T> {
 export function createRunUnits(s: string, lockSpace: string) {
   return {
     async recordRunStart(db: Db, unit: RunStartUnit): Promise<Done<RunStartResult | undefined>> {
+      const { lease } = unit;
+      // The run as recorded when the lane it asks for is not free: waiting for it.
+      const { startedAt: _, ...waiting } = { ...unit.run, status: "queued" as const };
       const { rows } = await db.query<{
         declined: boolean;
         created: boolean;
@@ -33,20 +38,31 @@ export function createRunUnits(s: string, lockSpace: string) {
         seq: string | null;
         run_data: string;
         entry_data: string | null;
-      }>(`SELECT * FROM ${s}.run_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, [
-        lockSpace,
-        unit.sessionKey,
-        unit.idempotencyKey ?? null,
-        unit.runId ?? null,
-        unit.preferredRunId ?? null,
-        unit.freshRunId,
-        unit.now,
-        JSON.stringify(unit.input),
-        JSON.stringify(unit.run),
-        unit.run.status,
-        unit.run.followUp !== undefined && unit.run.followUpDone !== true,
-        unit.run.owner ?? null,
-      ]);
+        lease_taken: boolean | null;
+        lease_row: string | null;
+      }>(
+        `SELECT * FROM ${s}.run_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+        [
+          lockSpace,
+          unit.sessionKey,
+          unit.idempotencyKey ?? null,
+          unit.runId ?? null,
+          unit.preferredRunId ?? null,
+          unit.freshRunId,
+          unit.now,
+          JSON.stringify(unit.input),
+          JSON.stringify(unit.run),
+          unit.run.status,
+          unit.run.followUp !== undefined && unit.run.followUpDone !== true,
+          unit.run.owner ?? null,
+          lease?.name ?? null,
+          lease?.owner ?? null,
+          lease?.now ?? null,
+          lease === undefined ? null : lease.now + lease.ttlMs,
+          lease?.data === undefined ? null : JSON.stringify(lease.data),
+          lease === undefined ? null : JSON.stringify(waiting),
+        ],
+      );
       const row = rows[0];
       if (row === undefined) throw new Error("run_start returned no row");
       if (row.declined) return { result: undefined, changes: [] };
@@ -54,14 +70,24 @@ export function createRunUnits(s: string, lockSpace: string) {
         return { result: { created: false, run: JSON.parse(row.run_data) as RunRecord }, changes: [] };
       const runId = row.run_id as string;
       const seq = Number(row.seq);
-      const run: RunRecord = { runId, ...unit.run, inputSeq: seq };
+      const run: RunRecord = { runId, ...(row.lease_taken === false ? waiting : unit.run), inputSeq: seq };
       if (unit.idempotencyKey !== undefined) run.idempotencyKey = unit.idempotencyKey;
       const input = { ...unit.input, runId, seq } as StoredMessage;
       const entry = row.entry_data === null ? undefined : (JSON.parse(row.entry_data) as StoredEntry);
+      const held = row.lease_row === null ? undefined : toLease(JSON.parse(row.lease_row) as LeaseRow);
+      const leased: AcquireLeaseResult | undefined =
+        held === undefined
+          ? undefined
+          : row.lease_taken === true
+            ? { acquired: true, lease: held }
+            : { acquired: false, holder: held };
       const changes: StoreChange[] = [];
       if (entry !== undefined) changes.push({ type: "entry", key: unit.sessionKey, op: "put" });
       changes.push({ type: "run", runId, sessionKey: run.sessionKey, status: run.status });
-      return { result: { created: true, run, input, entry }, changes };
+      return {
+        result: { created: true, run, input, entry, ...(leased === undefined ? {} : { lease: leased }) },
+        changes,
+      };
     },
 
     async recordRunEnd(db: Db, unit: RunEndUnit): Promise<Done<RunEndResult | undefined>> {

@@ -2,6 +2,7 @@ import type { GatewayContext } from "../context.js";
 import type { GatewayEvent } from "../gateway.js";
 import { isFinal } from "../runs/wait.js";
 import type { CreatedRun } from "../server/event-routing.js";
+import type { AcquireLease } from "../store/types.js";
 import { createClusterLanes, type LaneHold } from "./lanes.js";
 import type { ClusterSettings } from "./options.js";
 import { createEventRelay } from "./remote-events.js";
@@ -14,16 +15,16 @@ export { type ClusterOptions, type ClusterSettings, clusterSettings } from "./op
 export interface ClusterRuntime {
   readonly settings: ClusterSettings;
   /**
-   * Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by `tryTakeLane`); the
+   * Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by the run's start); the
    * task may give the lane up with its last write (`hold`).
    */
   lane<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken?: boolean): Promise<T>;
   /**
-   * One attempt at the session's lane, without waiting: true when this gateway holds it now. A run that starts
-   * with it is recorded `running` at once; one that cannot is `queued` until it gets the lane.
+   * The session's lane lease as this gateway asks for it now: a run whose start takes it is recorded `running` at
+   * once; one whose start cannot is `queued` until it gets the lane.
    */
-  tryTakeLane(sessionKey: string): Promise<boolean>;
-  /** Gives back a lane `tryTakeLane` took for a run that was not created after all. */
+  laneLease(sessionKey: string): AcquireLease;
+  /** Gives back a lane a run's start took for a run that was not created after all. */
   giveLane(sessionKey: string): Promise<void>;
 }
 
@@ -95,7 +96,7 @@ export function startCluster(
   return {
     settings,
     lane: (sessionKey, task, taken) => lanes.run(sessionKey, task, taken),
-    tryTakeLane: (sessionKey) => lanes.tryTake(sessionKey),
+    laneLease: (sessionKey) => lanes.lease(sessionKey),
     giveLane: (sessionKey) => lanes.give(sessionKey),
     runCreated: (run) => relay.localRunCreated(run),
     published: (event) => relay.published(event),

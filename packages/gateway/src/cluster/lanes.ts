@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
-import type { SessionStore } from "../store/types.js";
+import type { AcquireLease, SessionStore } from "../store/types.js";
 import type { ClusterSettings } from "./options.js";
 
 const POLL_MIN_MS = 20;
@@ -69,34 +69,26 @@ export function createClusterLanes(deps: {
     }
   }
 
-  /** One attempt at the lane: true when this gateway holds it now (a dead holder on this host is cleared first). */
-  async function tryTake(sessionKey: string): Promise<boolean> {
-    const name = laneLeaseName(sessionKey);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const now = clock.now();
-      const result = await store.acquireLease({
-        name,
-        owner,
-        ttlMs: settings.leaseTtlMs,
-        now,
-        data: leaseHolderData(),
-      });
-      if (result.acquired) return true;
-      if (!holderGone(result.holder, now)) return false;
-      await store.releaseLease(name, result.holder.owner);
-    }
-    return false;
+  /** The session's lane lease as this gateway asks for it now. */
+  function lease(sessionKey: string): AcquireLease {
+    return {
+      name: laneLeaseName(sessionKey),
+      owner,
+      ttlMs: settings.leaseTtlMs,
+      now: clock.now(),
+      data: leaseHolderData(),
+    };
   }
 
   return {
-    tryTake,
-    /** Gives back a lane taken with `tryTake` that no run will use (the start failed or was a repeat). */
+    lease,
+    /** Gives back a lane a run's start took that no run will use (the start was a repeat). */
     async give(sessionKey: string): Promise<void> {
       await store.releaseLease(laneLeaseName(sessionKey), owner).catch(() => false);
     },
     /**
      * Runs `task` holding the session's lane (a closing gateway runs it at once: it ends the run as closed).
-     * `taken`: the lane was taken already with `tryTake` (the run was recorded as started).
+     * `taken`: the lane was taken already, with the run's start (the run was recorded as started).
      */
     async run<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken = false): Promise<T> {
       if (deps.closed() && !taken) return task();

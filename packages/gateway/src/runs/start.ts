@@ -3,7 +3,14 @@ import type { LaneHold } from "../cluster/lanes.js";
 import type { GatewayContext } from "../context.js";
 import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
-import type { RunKind, RunRecord, StoredEntry, StoredMessage, StoreOps } from "../store/types.js";
+import type {
+  AcquireLease,
+  RunKind,
+  RunRecord,
+  StoredEntry,
+  StoredMessage,
+  StoreOps,
+} from "../store/types.js";
 import type { ToolContext } from "../tools/tool-context.js";
 import { executeRun } from "./execute.js";
 import { agentIdOfKey } from "./key-agent.js";
@@ -43,18 +50,19 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
   if (ctx.tasks.closed)
     return Promise.reject(new SessionsError("unavailable", "The gateway is closing", { retryAfterMs: 1000 }));
   const create = async () => {
-    const slot = await claimLane(ctx, spec);
-    let created: { run: RunRecord; input: StoredMessage | undefined; entry: StoredEntry | undefined };
+    const slot = claimLane(ctx, spec);
+    let created: Awaited<ReturnType<typeof record>>;
     try {
-      created = await record(ctx, spec, slot?.startsNow === true);
+      created = await record(ctx, spec, slot);
     } catch (error) {
-      await slot?.giveBack();
+      await slot?.giveBack(false);
       throw error;
     }
     if (created.input === undefined) {
-      await slot?.giveBack();
+      await slot?.giveBack(created.taken);
       return { run: created.run, created: false };
     }
+    if (slot !== undefined) slot.taken = created.taken;
     schedule(ctx, spec, created.run, created.input, created.entry, slot);
     if (created.entry !== undefined && ctx.listening?.() !== false)
       ctx.emit({ type: "sessions.changed", key: spec.sessionKey, reason: "updated" });
@@ -68,23 +76,22 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
 
 /** The head of an idle lane, reserved for a run while it is being recorded. */
 interface LaneSlot {
-  /** The run is recorded `running` at once: nothing runs before it here, nor (in a cluster) anywhere else. */
-  readonly startsNow: boolean;
-  /** In a cluster: the session's lane across the cluster is this gateway's already. */
-  readonly taken: boolean;
+  /** In a cluster: the session's lane across the cluster, tried with the run's start (`taken`: it was). */
+  readonly lease: AcquireLease | undefined;
+  taken: boolean;
   /** Runs `task` in the reserved place. */
   fill(task: () => Promise<unknown>): void;
   /** The run was not created after all: the lane moves on (a cluster lane taken for it is given back). */
-  giveBack(): Promise<void>;
+  giveBack(taken: boolean): Promise<void>;
 }
 
 /**
  * Reserves the head of the session's lane when it is idle, so that a run recorded as started now really is next:
  * a run of the session accepted meanwhile is recorded `queued` and waits behind it. In a cluster the run starts
- * now only if this gateway takes the session's lane across the cluster without waiting; otherwise it is
- * `queued` until it gets it. Starting now saves the write that would say the run started.
+ * now only if its start takes the session's lane across the cluster too (one attempt, in the same unit);
+ * otherwise it is `queued` until it gets it. Starting now saves the write that would say the run started.
  */
-async function claimLane(ctx: GatewayContext, spec: RunSpec): Promise<LaneSlot | undefined> {
+function claimLane(ctx: GatewayContext, spec: RunSpec): LaneSlot | undefined {
   const key = spec.sessionKey;
   if (spec.subagentSlot || !ctx.runs.lanes.isIdle(key)) return undefined;
   let fill: (task: (() => Promise<unknown>) | undefined) => void = () => {};
@@ -92,19 +99,11 @@ async function claimLane(ctx: GatewayContext, spec: RunSpec): Promise<LaneSlot |
     fill = resolve;
   });
   ctx.tasks.track(ctx.runs.lanes.run(key, async () => (await filled)?.()));
-  let taken = false;
-  if (ctx.cluster !== undefined) {
-    try {
-      taken = await ctx.cluster.tryTakeLane(key);
-    } catch {
-      // The store could not say: the run queues and waits for the lane as any other would.
-    }
-  }
   return {
-    startsNow: ctx.cluster === undefined || taken,
-    taken,
+    lease: ctx.cluster?.laneLease(key),
+    taken: false,
     fill,
-    async giveBack() {
+    async giveBack(taken) {
       fill(undefined);
       if (taken) await ctx.cluster?.giveLane(key);
     },
@@ -115,8 +114,15 @@ async function claimLane(ctx: GatewayContext, spec: RunSpec): Promise<LaneSlot |
 async function record(
   ctx: GatewayContext,
   spec: RunSpec,
-  startsNow: boolean,
-): Promise<{ run: RunRecord; input: StoredMessage | undefined; entry: StoredEntry | undefined }> {
+  slot: LaneSlot | undefined,
+): Promise<{
+  run: RunRecord;
+  input: StoredMessage | undefined;
+  entry: StoredEntry | undefined;
+  taken: boolean;
+}> {
+  // Nothing runs before it here (its lane's head is reserved); in a cluster, nor elsewhere if the lease is taken.
+  const startsNow = slot !== undefined;
   const now = ctx.clock.now();
   const run: Omit<RunRecord, "runId" | "inputSeq" | "idempotencyKey"> = {
     sessionKey: spec.sessionKey,
@@ -140,12 +146,14 @@ async function record(
       now,
       input: spec.input,
       run,
+      lease: slot?.lease,
     },
     spec.prepare,
   );
+  const taken = started.lease?.acquired === true;
   return started.created
-    ? { run: started.run, input: started.input, entry: started.entry }
-    : { run: started.run, input: undefined, entry: undefined };
+    ? { run: started.run, input: started.input, entry: started.entry, taken }
+    : { run: started.run, input: undefined, entry: undefined, taken };
 }
 
 /** Queues the run on its session's lane; a run that starts at once gets the entry as its start left it. */

@@ -132,6 +132,44 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
       await store.close();
     });
 
+    it("start: takes the lease it asks for with the start; a lease held elsewhere leaves the run queued", async () => {
+      const store = await open();
+      const lease = (name: string, owner: string, now = 50) => ({
+        name,
+        owner,
+        ttlMs: 1_000,
+        now,
+        data: { pid: 1 },
+      });
+      expect((await store.acquireLease(lease("lane:held", "gw-other"))).acquired).toBe(true);
+      expect((await store.acquireLease(lease("lane:lapsed", "gw-other", 0))).acquired).toBe(true);
+      const free = await recordRunStart(
+        store,
+        startUnit({ freshRunId: "a", lease: lease("lane:free", "gw") }),
+      );
+      const held = await recordRunStart(
+        store,
+        startUnit({ freshRunId: "b", lease: lease("lane:held", "gw") }),
+      );
+      const lapsed = await recordRunStart(
+        store,
+        startUnit({ freshRunId: "c", lease: lease("lane:lapsed", "gw", 2_000) }),
+      );
+      expect(free).toMatchObject({ run: { status: "running", startedAt: 50 }, lease: { acquired: true } });
+      expect(free.lease).toMatchObject({ lease: { name: "lane:free", owner: "gw", expiresAt: 1_050 } });
+      expect(held).toMatchObject({
+        run: { status: "queued" },
+        lease: { acquired: false, holder: { owner: "gw-other" } },
+      });
+      expect(held.run.startedAt).toBeUndefined();
+      expect(await store.getRun("b")).toEqual(held.run);
+      expect(lapsed).toMatchObject({ run: { status: "running" }, lease: { acquired: true } });
+      expect((await store.getLease("lane:free"))?.data).toEqual({ pid: 1 });
+      expect((await store.getLease("lane:held"))?.owner).toBe("gw-other");
+      expect((await store.getLease("lane:lapsed"))?.owner).toBe("gw");
+      await store.close();
+    });
+
     it("end: appends the reply, adds usage and sets flags on the entry, enqueues the delivery, ends the run", async () => {
       const store = await open();
       await store.putEntry(entry(KEY, 1, { inputTokens: 5, abortedLastRun: true, label: `l${NUL}` }));

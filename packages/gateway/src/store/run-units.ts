@@ -26,7 +26,25 @@ export async function recordRunStart(
   prepare?: StartWrites,
 ): Promise<RunStartResult> {
   const native = prepare === undefined ? await store.recordRunStart?.(unit) : undefined;
-  return native ?? store.transaction((tx) => runStartThrough(tx, unit, prepare));
+  if (native !== undefined) return native;
+  if (unit.lease === undefined) return store.transaction((tx) => runStartThrough(tx, unit, prepare));
+  const lease = await store.acquireLease(unit.lease);
+  const run = lease.acquired ? unit.run : queuedRun(unit.run);
+  try {
+    return { ...(await store.transaction((tx) => runStartThrough(tx, { ...unit, run }, prepare))), lease };
+  } catch (error) {
+    if (lease.acquired) await store.releaseLease(unit.lease.name, unit.lease.owner).catch(() => false);
+    throw error;
+  }
+}
+
+/** A run recorded as waiting for its lane. */
+export function queuedRun<R extends { status: RunRecord["status"]; startedAt?: number | undefined }>(
+  run: R,
+): R {
+  const queued = { ...run, status: "queued" as const };
+  delete queued.startedAt;
+  return queued;
 }
 
 /** A run's end: the reply, the session's usage and flags, the reply's delivery, the final record (fenced). */

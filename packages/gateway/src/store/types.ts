@@ -318,12 +318,26 @@ export interface RunStartUnit {
   input: TranscriptMessage;
   /** The run as recorded, but for its id, `idempotencyKey` and `inputSeq` (the input's seq), which the unit adds. */
   run: Omit<RunRecord, "runId" | "inputSeq" | "idempotencyKey">;
+  /**
+   * A lease the run needs to start now (the session's lane in a cluster), tried once with the start as
+   * `acquireLease` does. Not taken: the run is recorded `queued`, without `startedAt`, whatever `run` says.
+   */
+  lease?: AcquireLease | undefined;
 }
 
-/** What a run's start recorded: a new run, or the first run of a repeated idempotency key (nothing written). */
+/**
+ * What a run's start recorded: a new run, or the first run of a repeated idempotency key (nothing written).
+ * `lease`: how the asked-for lease went, when it was tried (a repeat may have taken it: give it back).
+ */
 export type RunStartResult =
-  | { created: true; run: RunRecord; input: StoredMessage; entry: StoredEntry | undefined }
-  | { created: false; run: RunRecord };
+  | {
+      created: true;
+      run: RunRecord;
+      input: StoredMessage;
+      entry: StoredEntry | undefined;
+      lease?: AcquireLeaseResult | undefined;
+    }
+  | { created: false; run: RunRecord; lease?: AcquireLeaseResult | undefined };
 
 /** What the end of a run does to its session entry, if the session has one. */
 export interface EntryRunDelta {
