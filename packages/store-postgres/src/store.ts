@@ -127,6 +127,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   const pool = new pg.Pool({ ...base, max: options.maxConnections ?? 10 });
   // An idle pooled connection that dies (server restart, network) must not crash the process.
   pool.on("error", (error) => logger.warn("idle Postgres connection failed", { error: error.message }));
+  // Nor one that dies while checked out between two statements (the server restarting mid-unit): its next query
+  // fails, and the pool discards it when it is released.
+  pool.on("connect", (client) => client.on("error", () => undefined));
 
   const s = `"${schema}"`;
   const channel = `${schema}_changes`;

@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.js";
 import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
-import type { AcquireLease, SessionStore } from "../store/types.js";
+import type { AcquireLease, AcquireLeaseResult, SessionStore } from "../store/types.js";
+import { isTransientStoreError } from "../store/until-stored.js";
 import type { ClusterSettings } from "./options.js";
 
 const POLL_MIN_MS = 20;
@@ -52,13 +53,21 @@ export function createClusterLanes(deps: {
   async function acquire(name: string, sessionKey: string): Promise<void> {
     for (let delay = POLL_MIN_MS; ; delay = Math.min(POLL_MAX_MS, delay * 2)) {
       const now = clock.now();
-      const result = await store.acquireLease({
-        name,
-        owner,
-        ttlMs: settings.leaseTtlMs,
-        now,
-        data: leaseHolderData(),
-      });
+      let result: AcquireLeaseResult;
+      try {
+        result = await store.acquireLease({
+          name,
+          owner,
+          ttlMs: settings.leaseTtlMs,
+          now,
+          data: leaseHolderData(),
+        });
+      } catch (error) {
+        // The store is back soon (a database restarting): the run waits for its lane as for a busy one.
+        if (!isTransientStoreError(error) || deps.closed()) throw error;
+        await sleep(sessionKey, Math.max(delay, Math.min(POLL_MAX_MS, error.retryAfterMs ?? POLL_MAX_MS)));
+        continue;
+      }
       if (result.acquired) return;
       if (holderGone(result.holder, now)) {
         // Its gateway died on this host: free the lane now rather than when the lease lapses.

@@ -9,6 +9,7 @@ import type { ChannelAdapterV1, DeliveryTarget } from "../adapter.js";
 import { type Clock, createDeadlineTimer } from "../clock.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { DeliveryKind, DeliveryRecord, SessionStore, StoreOps } from "../store/types.js";
+import { untilStored } from "../store/until-stored.js";
 
 /** Retry policy of the delivery outbox (`GatewayOptions.outbox`). */
 export interface OutboxOptions {
@@ -135,8 +136,9 @@ export function createOutbox(deps: OutboxDeps) {
       const target: DeliveryTarget = { channel: record.channel, to: record.to };
       if (record.accountId !== undefined) target.accountId = record.accountId;
       if (record.threadId !== undefined) target.threadId = record.threadId;
+      let receipt: Awaited<ReturnType<typeof adapter.deliver>>;
       try {
-        const receipt = await withTimeout(
+        receipt = await withTimeout(
           adapter.deliver(
             target,
             { text: record.text, kind: record.kind, sessionKey: record.sessionKey },
@@ -145,11 +147,6 @@ export function createOutbox(deps: OutboxDeps) {
           attemptTimeout,
           `the ${record.channel} adapter did not answer within ${attemptTimeout} ms`,
         );
-        await finish(record, {
-          status: "delivered",
-          attempts: record.attempts + 1,
-          receipt: Array.isArray(receipt?.messageIds) ? receipt.messageIds.map(String) : [],
-        });
       } catch (error) {
         const tries = record.attempts + 1;
         const permanent = SessionsError.isInstance(error) && error.code === "invalid_params";
@@ -163,7 +160,25 @@ export function createOutbox(deps: OutboxDeps) {
         const delay = typeof retryAfter === "number" && retryAfter >= 0 ? retryAfter : backoff(tries);
         await finish(record, { attempts: tries, lastError: message, nextAttemptAt: clock.now() + delay });
         schedule(clock.now() + delay);
+        return;
       }
+      // Sent: recorded as delivered once the store answers (a database restarting), never sent again meanwhile.
+      const delivered = {
+        status: "delivered" as const,
+        attempts: record.attempts + 1,
+        receipt: Array.isArray(receipt?.messageIds) ? receipt.messageIds.map(String) : [],
+      };
+      await untilStored(() => finish(record, delivered), {
+        clock,
+        stop: () => stopped,
+        onRetry: (error, attempt) => {
+          if (attempt === 1)
+            logger.warn("the store is unavailable; recording a sent delivery when it is back", {
+              id,
+              error: error.message,
+            });
+        },
+      });
     } finally {
       inFlight.delete(id);
     }

@@ -6,6 +6,7 @@ import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types
 import { type LentMessages, readHistory } from "../store/history.js";
 import { recordRunEnd } from "../store/run-units.js";
 import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
+import { untilStored } from "../store/until-stored.js";
 import { buildTools } from "../tools/build.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
 import { RunAborted, type RunControl, RunTimeout } from "./run-table.js";
@@ -34,20 +35,23 @@ export async function executeRun(
   let usage: RunUsage | undefined;
   // Set when someone else ended the run before it started: its waiters here learn of it all the same.
   let ended: RunRecord | undefined;
+  // What the run needs of the store before the runner starts waits out an outage (a database restarting): an
+  // accepted run runs once the store is back, rather than end in an error the runner never caused.
+  const stored = <T>(read: () => Promise<T>) => untilStored(read, storeOutage(ctx, queued.runId));
   try {
     if (ctx.tasks.closed) throw new SessionsError("unavailable", "gateway closed before the run started");
     if (control.aborted) throw control.reason;
     if (queued.status === "queued") {
       // It waited behind another run: it starts only if it is still queued and this gateway's, in one fenced
       // write, since recovery on another gateway may have ended it or taken it over meanwhile.
-      if (!(await store.endRun(run, ctx.owner))) {
-        const latest = await store.getRun(queued.runId);
+      if (!(await stored(() => store.endRun(run, ctx.owner)))) {
+        const latest = await stored(() => store.getRun(queued.runId));
         if (latest !== undefined) {
           ended = latest;
           return latest;
         }
         // Its record is gone: it runs all the same, as it was asked to.
-        await store.putRun(run);
+        await stored(() => store.putRun(run));
       }
       ctx.runs.update(run);
     }
@@ -56,11 +60,10 @@ export async function executeRun(
       const seconds = Math.round(spec.timeoutMs / 1000);
       timer = clock.setTimeout(() => control.abort(new RunTimeout(seconds)), spec.timeoutMs);
     }
-    const entry = known !== undefined ? known.entry : await store.getEntry(spec.sessionKey);
-    const history = await readHistory(store, spec.sessionKey, {
-      limit: ctx.historyWindow,
-      beforeSeq: input.seq + 1,
-    });
+    const entry = known !== undefined ? known.entry : await stored(() => store.getEntry(spec.sessionKey));
+    const history = await stored(() =>
+      readHistory(store, spec.sessionKey, { limit: ctx.historyWindow, beforeSeq: input.seq + 1 }),
+    );
     const result = await control.race(
       ctx.runner.run(runRequest(ctx, run, spec, input, history, entry, control)),
     );
@@ -169,7 +172,7 @@ async function recordEnd(
         })
       : undefined;
   try {
-    const ended = await recordRunEnd(ctx.store, {
+    const unit = {
       run,
       owner: ctx.owner,
       ...(reply === undefined
@@ -182,7 +185,10 @@ async function recordEnd(
       },
       ...(delivery === undefined ? {} : { delivery }),
       ...(lane === undefined ? {} : { releaseLease: lane.lease }),
-    });
+    };
+    // The runner has answered: its end is recorded once the store is back (a database restarting), and the run's
+    // waiters wait for that rather than hear of a failure that did not happen.
+    const ended = await untilStored(() => recordRunEnd(ctx.store, unit), storeOutage(ctx, run.runId));
     // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is dropped.
     if (!ended.ended) return discardEnd(ctx, run);
     lane?.released();
@@ -218,4 +224,19 @@ async function discardEnd(ctx: GatewayContext, run: RunRecord): Promise<RunRecor
   const ended = stored !== undefined && isFinal(stored.status) ? stored : run;
   discarded.add(ended);
   return ended;
+}
+
+/** How a run waits out the store's outage: until the gateway closes, saying so once. */
+function storeOutage(ctx: GatewayContext, runId: string) {
+  return {
+    clock: ctx.clock,
+    stop: () => ctx.tasks.closed,
+    onRetry: (error: SessionsError, attempt: number) => {
+      if (attempt === 1)
+        ctx.logger.warn("the store is unavailable; the run goes on when it is back", {
+          runId,
+          error: error.message,
+        });
+    },
+  };
 }

