@@ -1,7 +1,8 @@
 /**
- * One gateway process of the runs/s bench: a gateway on the shared Postgres with the scripted echo runner. Prints
- * `ready`, waits for `go` on stdin, then runs RUNS scripted runs over SESSIONS sessions of its own (agent →
- * agent.wait, SESSIONS at a time) and prints `{"runs":…,"ms":…}`.
+ * One gateway process of the runs/s bench: a gateway on the shared Postgres with the scripted echo runner. Runs
+ * one warm-up run in each of its SESSIONS sessions (creating them), prints `ready`, waits for `go` on stdin, then
+ * runs RUNS scripted runs over those sessions (agent → agent.wait, SESSIONS at a time) and prints
+ * `{"runs":…,"ms":…,"cpuMs":…}` (cpuMs: this process' CPU time over the runs).
  */
 import { createGateway, createScriptedRunner } from "@sessions/gateway";
 import { createPostgresStore } from "../src/index.js";
@@ -20,6 +21,12 @@ const gateway = createGateway({
   ...(process.env.CLUSTER === "0" ? { cluster: false } : {}),
 });
 await gateway.ready;
+const run = async (s: number, key: string) => {
+  const { runId } = await gateway.agent({ sessionKey: `${prefix}-${s}`, message: key, idempotencyKey: key });
+  const done = await gateway.agentWait({ runId, timeoutMs: 60_000 });
+  if (done.status !== "ok") throw new Error(`run ${runId} ended ${done.status}: ${done.error}`);
+};
+await Promise.all(Array.from({ length: sessions }, (_, s) => run(s, `${prefix}-warmup-${s}`)));
 process.stdout.write("ready\n");
 await new Promise<void>((resolve) => process.stdin.once("data", () => resolve()));
 let next = 0;
@@ -27,17 +34,7 @@ const started = performance.now();
 const cpu = process.cpuUsage();
 await Promise.all(
   Array.from({ length: sessions }, async (_, s) => {
-    for (;;) {
-      const i = next++;
-      if (i >= runs) return;
-      const { runId } = await gateway.agent({
-        sessionKey: `${prefix}-${s}`,
-        message: `m${i}`,
-        idempotencyKey: `${prefix}-${i}`,
-      });
-      const done = await gateway.agentWait({ runId, timeoutMs: 60_000 });
-      if (done.status !== "ok") throw new Error(`run ${runId} ended ${done.status}: ${done.error}`);
-    }
+    for (let i = next++; i < runs; i = next++) await run(s, `${prefix}-${i}`);
   }),
 );
 const ms = performance.now() - started;

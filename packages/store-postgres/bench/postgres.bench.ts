@@ -4,9 +4,15 @@
  * and a 1,000,000-message transcript, and takes minutes). Everything — Postgres, the gateways, the load — shares
  * the machine's cores, so the 2- and 3-gateway rows show what the database and the CPUs allow, not more boxes.
  * The Postgres here keeps its crash safety (fsync on), as the SQLite store does.
+ *
+ * Beside the gateways, graphile-worker (a devDependency, 0.18, Node >= 22.18) on the same Postgres in the same run,
+ * end to end (bench/graphile.mjs), run with the Node 22 of the `node` npm package that the workspace installs for
+ * apps/interop-openclaw (not a devDependency here: its `node` bin would take the place of Node 20 in every script of
+ * this package, its tests in CI included), or with GRAPHILE_NODE=/path/to/node.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,14 +27,23 @@ import { createGatewayClient, type GatewayClient } from "@sessions/gateway-clien
 import { createPostgresStore } from "../src/index.js";
 import { startFakePlatform } from "../src/testing/fake-platform.js";
 import { startLocalPostgres } from "../src/testing/local-postgres.js";
+import { costBetween, type DbCost, openDbProbe, perUnit, settle } from "./db-cost.js";
 import { BIG_KEY, type SeedShape, SMALL_KEY, seedPostgres, seedThroughStore } from "./seed.js";
 import { printStatementCost, statementCost } from "./statements.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const small = process.env.BENCH_SCALE === "small";
 const SIZE = small
-  ? { sessions: 2_000, big: 20_000, small: 1_000, runs: 300, iterations: 50 }
-  : { sessions: 100_000, big: 1_000_000, small: 1_000, runs: 3_000, iterations: 300 };
+  ? { sessions: 2_000, big: 20_000, small: 1_000, runs: 300, iterations: 50, jobs: 1_000, warmup: 200 }
+  : {
+      sessions: 100_000,
+      big: 1_000_000,
+      small: 1_000,
+      runs: 3_000,
+      iterations: 300,
+      jobs: 5_000,
+      warmup: 500,
+    };
 const say = (line: string) => process.stdout.write(`${line}\n`);
 let schemas = 0;
 const schema = (name: string) => `bench_${name}_${process.pid}_${++schemas}`;
@@ -53,10 +68,12 @@ function child(
   script: string,
   env: Record<string, string>,
   ready: RegExp,
+  command: string[] = [process.execPath, "--import", "tsx"],
 ): Promise<{ proc: ChildProcess; out: string[] }> {
   return new Promise((resolve, reject) => {
     const out: string[] = [];
-    const proc = spawn(process.execPath, ["--import", "tsx", script], {
+    const [exec, ...args] = command as [string, ...string[]];
+    const proc = spawn(exec, [...args, script], {
       env: { ...process.env, ...env },
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -69,9 +86,74 @@ function child(
   });
 }
 
-// ------------------------------------------------------------------ runs/s with 1, 2, 3 gateways
+// ------------------------------------------------------------------ runs/s with 1, 2, 3 gateways, and graphile-worker
 
-async function runsPerSecond(url: string, gateways: number): Promise<number> {
+/** What a throughput row measured: units (runs or jobs) done, wall time, and what they cost. */
+interface Throughput {
+  units: number;
+  ms: number;
+  /** CPU ms of the load's own processes (gateways, or graphile-worker's process). */
+  processCpuMs: number;
+  /** What the window cost the database (its CPU, statements, transactions). */
+  db: DbCost;
+}
+
+/**
+ * Starts the load in children that printed `ready` (a line on stdin), reads their `{"<unit>":…,"ms":…,"cpuMs":…}`
+ * lines, and what the window cost the database: CPU read when the last child is done, counters once they exited.
+ */
+async function measureChildren(
+  url: string,
+  children: { proc: ChildProcess; out: string[] }[],
+  unit: "runs" | "jobs",
+): Promise<Throughput> {
+  const probe = await openDbProbe(url);
+  try {
+    const pattern = new RegExp(`(\\{"${unit}".*\\})`);
+    const results = children.map(
+      ({ proc, out }) =>
+        new Promise<{ units: number; ms: number; cpuMs: number }>((resolve, reject) => {
+          proc.once("exit", (code) =>
+            reject(new Error(`a child exited (${code}) before its result: ${out.join("")}`)),
+          );
+          proc.stdout?.on("data", () => {
+            const match = pattern.exec(out.join(""));
+            if (match) {
+              const parsed = JSON.parse(match[1] as string) as Record<string, number>;
+              resolve({ units: Number(parsed[unit]), ms: Number(parsed.ms), cpuMs: Number(parsed.cpuMs) });
+            }
+          });
+        }),
+    );
+    const exited = children.map(({ proc }) => {
+      return new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) resolve();
+        else proc.once("exit", () => resolve());
+      });
+    });
+    // What the children did while starting and warming up is not counted in the window.
+    await settle();
+    const before = await probe.snapshot();
+    for (const { proc } of children) proc.stdin?.write("go\n");
+    const done = await Promise.all(results);
+    const cpuAfter = await probe.cpuMs();
+    // Their backends flush at exit (plus a second for the last flush to land).
+    await Promise.race([Promise.all(exited), new Promise((resolve) => setTimeout(resolve, 15_000))]);
+    await settle(1100);
+    const after = { ...(await probe.snapshot()), cpuMs: cpuAfter };
+    return {
+      units: done.reduce((sum, r) => sum + r.units, 0),
+      ms: Math.max(...done.map((r) => r.ms)),
+      processCpuMs: done.reduce((sum, r) => sum + r.cpuMs, 0),
+      db: costBetween(before, after),
+    };
+  } finally {
+    for (const { proc } of children) if (proc.exitCode === null) proc.kill("SIGKILL");
+    await probe.close();
+  }
+}
+
+async function runsPerSecond(url: string, gateways: number, node = process.execPath): Promise<Throughput> {
   const name = schema("runs");
   await (await createPostgresStore({ connectionString: url, schema: name })).close();
   const children = await Promise.all(
@@ -80,24 +162,55 @@ async function runsPerSecond(url: string, gateways: number): Promise<number> {
         join(here, "load-child.ts"),
         { DATABASE_URL: url, SCHEMA: name, RUNS: String(SIZE.runs), SESSIONS: "64", PREFIX: `g${i}` },
         /ready/,
+        [node, "--import", "tsx"],
       ),
     ),
   );
-  const results = children.map(
-    ({ proc, out }) =>
-      new Promise<{ runs: number; ms: number }>((resolve) => {
-        proc.stdout?.on("data", () => {
-          const match = /(\{"runs".*\})/.exec(out.join(""));
-          if (match) resolve(JSON.parse(match[1] as string));
-        });
-      }),
-  );
-  for (const { proc } of children) proc.stdin?.write("go\n");
-  const done = await Promise.all(results);
-  for (const { proc } of children) proc.removeAllListeners("exit");
-  const total = done.reduce((sum, r) => sum + r.runs, 0);
-  return total / (Math.max(...done.map((r) => r.ms)) / 1000);
+  return measureChildren(url, children, "runs");
 }
+
+/** A Node >= 22.18 for graphile-worker: GRAPHILE_NODE, else the `node` package of apps/interop-openclaw. */
+function graphileNode(): string {
+  let path = process.env.GRAPHILE_NODE;
+  if (path === undefined || path === "") {
+    const from = createRequire(join(here, "..", "..", "..", "apps", "interop-openclaw", "package.json"));
+    const manifest = from.resolve("node/package.json");
+    const bin = (JSON.parse(readFileSync(manifest, "utf8")) as { bin: { node: string } }).bin.node;
+    path = join(dirname(manifest), bin);
+  }
+  const version = execFileSync(path, ["-p", "process.versions.node"], { encoding: "utf8" }).trim();
+  const [major = 0, minor = 0] = version.split(".").map(Number);
+  if (major < 22 || (major === 22 && minor < 18)) {
+    throw new Error(`${path} is Node ${version}; graphile-worker 0.18 needs >= 22.18`);
+  }
+  return path;
+}
+
+/** graphile-worker end to end on a fresh schema of the same database: see bench/graphile.mjs. */
+async function graphileJobsPerSecond(url: string, node: string): Promise<Throughput> {
+  const proc = await child(
+    join(here, "graphile.mjs"),
+    {
+      DATABASE_URL: url,
+      SCHEMA: schema("graphile"),
+      JOBS: String(SIZE.jobs),
+      WARMUP: String(SIZE.warmup),
+      IN_FLIGHT: "500",
+      CONCURRENCY: "24",
+      POLL_MS: "100",
+      NO_LOG_SUCCESS: "1",
+    },
+    /ready/,
+    [node],
+  );
+  return measureChildren(url, [proc], "jobs");
+}
+
+const perSecond = (row: Throughput) => (row.units / row.ms) * 1000;
+const costLine = (row: Throughput, unit: string, who: string) =>
+  `per ${unit}: Postgres CPU ${perUnit(row.db.cpuMs, row.units, 3)} ms, ` +
+  `${perUnit(row.db.statements, row.units)} statements, ${perUnit(row.db.transactions, row.units)} transactions; ` +
+  `${who} CPU ${perUnit(row.processCpuMs, row.units, 3)} ms`;
 
 // ------------------------------------------------------------------ failover
 
@@ -219,8 +332,65 @@ try {
     );
   }
   say(`\n## Scripted runs/s (agent + agent.wait, 64 sessions per gateway, ${SIZE.runs} runs per gateway)`);
-  for (const n of [1, 2, 3])
-    say(`- ${n} gateway${n > 1 ? "s" : ""}: ${(await runsPerSecond(url, n)).toFixed(0)} runs/s`);
+  say(
+    "A run: in a gateway's own process (no WebSocket, no model), `gateway.agent()` (the message and the run " +
+      "recorded, `run_start`), the scripted runner reading the transcript and echoing, its reply and the run's end " +
+      "recorded (`run_end`), then `gateway.agentWait()` until it ended ok. Each gateway is a child process (a pool " +
+      "of 10 connections) with 64 sessions, each warmed up (created) by one run first, then one run at a time each: " +
+      "64 runs in flight per gateway. The clock runs from the first `agent()` to the last `agentWait()`.",
+  );
+  say(
+    `A graphile-worker job (${SIZE.jobs} jobs, after ${SIZE.warmup} to warm up): one \`addJob()\` (a call of its ` +
+      "`add_job` function, a transaction of its own, through a pool of 10), then the worker (concurrency 24, a pool " +
+      "of 26, new jobs by LISTEN/NOTIFY, poll 100 ms, completions batched with completeJobBatchDelay 0, no local " +
+      "queue) runs its no-op task and deletes the job. 500 producers, each adding its next job once its last one's " +
+      "task ran: 500 in flight. The clock stops when the last completion is committed. graphile-worker runs on " +
+      `Node 22, the gateways on Node ${process.versions.node} (and on Node 22 in the last row).`,
+  );
+  say(
+    "Per run or job: Postgres CPU is the time of all the server's processes (backends and background ones) over " +
+      "the window; statements are top level (pg_stat_statements), transactions are commits and rollbacks " +
+      "(pg_stat_database); the process CPU is the gateways' own, or graphile-worker's (producers and worker).",
+  );
+  let graphile: Throughput | undefined;
+  let node22: string | undefined;
+  try {
+    node22 = graphileNode();
+    graphile = await graphileJobsPerSecond(url, node22);
+    say(
+      `- graphile-worker end to end: ${perSecond(graphile).toFixed(0)} jobs/s; ${costLine(graphile, "job", "graphile-worker's process")}`,
+    );
+  } catch (error) {
+    say(
+      `- graphile-worker end to end: not measured (${error instanceof Error ? error.message : String(error)})`,
+    );
+  }
+  const versus = (row: Throughput) =>
+    graphile === undefined
+      ? ""
+      : ` (**${(perSecond(row) / perSecond(graphile)).toFixed(2)}×** graphile-worker's jobs/s)`;
+  for (const n of [1, 2, 3]) {
+    const row = await runsPerSecond(url, n);
+    say(
+      `- ${n} gateway${n > 1 ? "s" : ""}: ${perSecond(row).toFixed(0)} runs/s${n === 1 ? versus(row) : ""}; ` +
+        costLine(row, "run", n > 1 ? "gateways'" : "gateway's"),
+    );
+  }
+  if (node22 !== undefined) {
+    // The same row on graphile-worker's Node, to tell the runtime from the rest.
+    const version = execFileSync(node22, ["-p", "process.versions.node"], { encoding: "utf8" }).trim();
+    try {
+      const row = await runsPerSecond(url, 1, node22);
+      say(
+        `- 1 gateway on Node ${version}: ${perSecond(row).toFixed(0)} runs/s${versus(row)}; ` +
+          costLine(row, "run", "gateway's"),
+      );
+    } catch (error) {
+      say(
+        `- 1 gateway on Node ${version}: not measured (${error instanceof Error ? error.message : String(error)})`,
+      );
+    }
+  }
 
   say("\n## Failover (3 gateways, lease 3,000 ms, recovery every 1,000 ms; 5 replies claimed by the victim)");
   for (const signal of ["SIGKILL", "SIGSTOP"] as const) {

@@ -1,6 +1,7 @@
 /**
- * What one run costs the database: statements and transactions per scripted run, from `pg_stat_statements`, on
- * one gateway in process (agent or chat.send, then agent.wait, SESSIONS sessions at a time). A row of
+ * What one run costs the database: statements and transactions per scripted run, from `pg_stat_statements`, and
+ * the CPU time of the Postgres server's processes (from `/proc`, see db-cost.ts), on one gateway in process
+ * (agent or chat.send, then agent.wait, SESSIONS sessions at a time, after one warm-up run per session). A row of
  * `postgres.bench.ts`; alone: `npx tsx bench/statements.ts` (RUNS, SESSIONS, METHOD=agent|chat).
  */
 import { pathToFileURL } from "node:url";
@@ -8,6 +9,7 @@ import { createGateway, createScriptedRunner } from "@sessions/gateway";
 import pg from "pg";
 import { createPostgresStore } from "../src/index.js";
 import { startLocalPostgres } from "../src/testing/local-postgres.js";
+import { openDbProbe, settle } from "./db-cost.js";
 
 export interface StatementCost {
   runs: number;
@@ -17,6 +19,10 @@ export interface StatementCost {
   transactionsPerRun: number;
   /** Transactions that wrote per run (transaction ids assigned), background work included. */
   writeTransactionsPerRun: number;
+  /** CPU ms of the Postgres server's processes per run (undefined when /proc does not show the server). */
+  databaseCpuMsPerRun: number | undefined;
+  /** CPU ms of this process (the gateway, its runner and its Postgres client) per run. */
+  gatewayCpuMsPerRun: number;
   /** The most frequent statements: calls per run and the normalised text. */
   top: { perRun: number; query: string }[];
 }
@@ -29,11 +35,13 @@ export async function statementCost(
   const { runs, sessions, method } = options;
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
+  const probe = await openDbProbe(url);
   const store = await createPostgresStore({ connectionString: url, schema: options.schema });
   const gateway = createGateway({
     store,
     runner: createScriptedRunner({ agents: {}, fallback: (turn) => `echo: ${turn.text}` }),
   });
+  let closed = false;
   try {
     await admin.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     await gateway.ready;
@@ -45,6 +53,8 @@ export async function statementCost(
     };
     // Warm up: every session exists and has run once.
     await Promise.all(Array.from({ length: sessions }, (_, s) => one(-1 - s, s)));
+    // Until the warm-up's transactions have reached pg_stat_database (idle backends send them after 10 s).
+    await settle();
     const transactions = async () =>
       Number(
         (
@@ -60,15 +70,21 @@ export async function statementCost(
     const before = await transactions();
     const xidBefore = await xid();
     let next = 0;
+    const cpuBefore = await probe.cpuMs();
     const started = performance.now();
+    const gatewayCpu = process.cpuUsage();
     await Promise.all(
       Array.from({ length: sessions }, async (_, s) => {
         for (let i = next++; i < runs; i = next++) await one(i, s);
       }),
     );
     const ms = performance.now() - started;
-    // The statistics collector flushes at most once a second.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const gatewayCpuUsed = process.cpuUsage(gatewayCpu);
+    const cpuAfter = await probe.cpuMs();
+    // Its backends send their last statistics as they exit (plus a second for them to land).
+    await gateway.close({ drainMs: 1000 });
+    closed = true;
+    await settle(1100);
     await admin.query("SELECT pg_stat_clear_snapshot()");
     const after = await transactions();
     const xidAfter = await xid();
@@ -86,21 +102,27 @@ export async function statementCost(
       transactionsPerRun: (after - before) / runs,
       // Less the one this measurement's own call takes.
       writeTransactionsPerRun: (xidAfter - xidBefore - 1) / runs,
+      databaseCpuMsPerRun:
+        cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / runs,
+      gatewayCpuMsPerRun: (gatewayCpuUsed.user + gatewayCpuUsed.system) / 1000 / runs,
       top: rows.slice(0, 24).map((row) => ({
         perRun: Number(row.calls) / runs,
         query: row.query.replace(/\s+/g, " ").slice(0, 160),
       })),
     };
   } finally {
-    await gateway.close({ drainMs: 1000 });
+    if (!closed) await gateway.close({ drainMs: 1000 });
     await admin.end();
+    await probe.close();
   }
 }
 
 export function printStatementCost(cost: StatementCost, say: (line: string) => void): void {
   say(
     `${cost.runs} runs, ${cost.runsPerSecond.toFixed(0)} runs/s: **${cost.statementsPerRun.toFixed(2)} statements** and ` +
-      `**${cost.transactionsPerRun.toFixed(2)} transactions** (${cost.writeTransactionsPerRun.toFixed(2)} that wrote) per run`,
+      `**${cost.transactionsPerRun.toFixed(2)} transactions** (${cost.writeTransactionsPerRun.toFixed(2)} that wrote) per run; ` +
+      `CPU per run: **${cost.databaseCpuMsPerRun === undefined ? "n/a" : cost.databaseCpuMsPerRun.toFixed(3)} ms in Postgres** ` +
+      `(all its processes), ${cost.gatewayCpuMsPerRun.toFixed(3)} ms in the gateway's process`,
   );
   say("\n| per run | statement |\n| ---: | --- |");
   for (const row of cost.top) say(`| ${row.perRun.toFixed(2)} | \`${row.query.replaceAll("|", "\\|")}\` |`);
