@@ -331,6 +331,20 @@ try {
       say,
     );
   }
+  say(
+    "\n## Streamed run events: the NOTIFYs that carry them to the other gateways (agent + agent.wait, one " +
+      "gateway, 64 sessions; the runner streams 50 text deltas per run, one per turn of the event loop)",
+  );
+  printStatementCost(
+    await statementCost(url, {
+      runs: SIZE.runs,
+      sessions: 64,
+      method: "agent",
+      schema: schema("stream"),
+      deltas: 50,
+    }),
+    say,
+  );
   say(`\n## Scripted runs/s (agent + agent.wait, 64 sessions per gateway, ${SIZE.runs} runs per gateway)`);
   say(
     "A run: in a gateway's own process (no WebSocket, no model), `gateway.agent()` (the message and the run " +

@@ -23,6 +23,8 @@ export interface StatementCost {
   databaseCpuMsPerRun: number | undefined;
   /** CPU ms of this process (the gateway, its runner and its Postgres client) per run. */
   gatewayCpuMsPerRun: number;
+  /** `pg_notify` statements per run: changes to the other gateways and run events streamed to them. */
+  notifiesPerRun: number;
   /** The most frequent statements: calls per run and the normalised text. */
   top: { perRun: number; query: string }[];
 }
@@ -30,7 +32,14 @@ export interface StatementCost {
 /** Runs the load on a fresh schema of `url` (whose server preloads pg_stat_statements) and counts. */
 export async function statementCost(
   url: string,
-  options: { runs: number; sessions: number; method: "agent" | "chat"; schema: string },
+  options: {
+    runs: number;
+    sessions: number;
+    method: "agent" | "chat";
+    schema: string;
+    /** Text deltas each run streams (one per turn of the event loop, as a model's tokens arrive). */
+    deltas?: number | undefined;
+  },
 ): Promise<StatementCost> {
   const { runs, sessions, method } = options;
   const admin = new pg.Client({ connectionString: url });
@@ -39,7 +48,16 @@ export async function statementCost(
   const store = await createPostgresStore({ connectionString: url, schema: options.schema });
   const gateway = createGateway({
     store,
-    runner: createScriptedRunner({ agents: {}, fallback: (turn) => `echo: ${turn.text}` }),
+    runner: createScriptedRunner({
+      agents: {},
+      fallback: async (turn) => {
+        for (let i = 0; i < (options.deltas ?? 0); i++) {
+          turn.say(`${i} `);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        return `echo: ${turn.text}`;
+      },
+    }),
   });
   let closed = false;
   try {
@@ -105,6 +123,10 @@ export async function statementCost(
       databaseCpuMsPerRun:
         cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / runs,
       gatewayCpuMsPerRun: (gatewayCpuUsed.user + gatewayCpuUsed.system) / 1000 / runs,
+      notifiesPerRun:
+        rows
+          .filter((row) => row.query.includes("pg_notify"))
+          .reduce((sum, row) => sum + Number(row.calls), 0) / runs,
       top: rows.slice(0, 24).map((row) => ({
         perRun: Number(row.calls) / runs,
         query: row.query.replace(/\s+/g, " ").slice(0, 160),
@@ -122,7 +144,8 @@ export function printStatementCost(cost: StatementCost, say: (line: string) => v
     `${cost.runs} runs, ${cost.runsPerSecond.toFixed(0)} runs/s: **${cost.statementsPerRun.toFixed(2)} statements** and ` +
       `**${cost.transactionsPerRun.toFixed(2)} transactions** (${cost.writeTransactionsPerRun.toFixed(2)} that wrote) per run; ` +
       `CPU per run: **${cost.databaseCpuMsPerRun === undefined ? "n/a" : cost.databaseCpuMsPerRun.toFixed(3)} ms in Postgres** ` +
-      `(all its processes), ${cost.gatewayCpuMsPerRun.toFixed(3)} ms in the gateway's process`,
+      `(all its processes), ${cost.gatewayCpuMsPerRun.toFixed(3)} ms in the gateway's process; ` +
+      `${cost.notifiesPerRun.toFixed(2)} of the statements are NOTIFYs`,
   );
   say("\n| per run | statement |\n| ---: | --- |");
   for (const row of cost.top) say(`| ${row.perRun.toFixed(2)} | \`${row.query.replaceAll("|", "\\|")}\` |`);
@@ -136,6 +159,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
       sessions: Number(process.env.SESSIONS ?? 64),
       method: process.env.METHOD === "chat" ? "chat" : "agent",
       schema: "bench_statements",
+      deltas: Number(process.env.DELTAS ?? 0),
     });
     printStatementCost(cost, (line) => process.stdout.write(`${line}\n`));
   } finally {
