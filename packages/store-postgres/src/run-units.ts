@@ -25,137 +25,230 @@ export interface Done<T> {
  * the same record locks and do the same reads and writes as the gateway's units through a transaction. Inside a
  * caller's unit they join it; outside, each is a transaction of its own.
  */
+type StartRow = {
+  declined: boolean;
+  created: boolean;
+  run_id: string | null;
+  seq: string | null;
+  run_data: string;
+  entry_data: string | null;
+  lease_taken: boolean | null;
+  lease_row: string | null;
+};
+type EndRow = {
+  declined: boolean;
+  ended: boolean;
+  entry_put: boolean | null;
+  delivery_created: boolean | null;
+  delivery_data: string | null;
+  delivery_lease_owner: string | null;
+  delivery_lease_until: string | null;
+};
+
+/** The SQL types of `run_start`'s parameters after the lock space, in order. */
+const START_TYPES = [
+  "text",
+  "text",
+  "text",
+  "text",
+  "text",
+  "bigint",
+  "text",
+  "text",
+  "text",
+  "boolean",
+  "text",
+  "text",
+  "text",
+  "bigint",
+  "bigint",
+  "text",
+  "text",
+];
+/** The SQL types of `run_end`'s parameters after the lock space, in order. */
+const END_TYPES = [
+  "text",
+  "text",
+  "text",
+  "text",
+  "boolean",
+  "text",
+  "text",
+  "text",
+  "jsonb",
+  "text",
+  "text",
+  "text",
+  "text",
+  "text",
+  "bigint",
+  "bigint",
+  "text",
+  "bigint",
+  "text",
+  "text",
+  "text",
+];
+
+/** The run as recorded when the lane it asks for is not free: waiting for it. */
+function waitingRun(unit: RunStartUnit): RunStartUnit["run"] {
+  const { startedAt: _, ...waiting } = { ...unit.run, status: "queued" as const };
+  return waiting;
+}
+
+function startParams(unit: RunStartUnit): unknown[] {
+  const { lease } = unit;
+  return [
+    unit.sessionKey,
+    unit.idempotencyKey ?? null,
+    unit.runId ?? null,
+    unit.preferredRunId ?? null,
+    unit.freshRunId,
+    unit.now,
+    JSON.stringify(unit.input),
+    JSON.stringify(unit.run),
+    unit.run.status,
+    unit.run.followUp !== undefined && unit.run.followUpDone !== true,
+    unit.run.owner ?? null,
+    lease?.name ?? null,
+    lease?.owner ?? null,
+    lease?.now ?? null,
+    lease === undefined ? null : lease.now + lease.ttlMs,
+    lease?.data === undefined ? null : JSON.stringify(lease.data),
+    lease === undefined ? null : JSON.stringify(waitingRun(unit)),
+  ];
+}
+
+function startResult(unit: RunStartUnit, row: StartRow | undefined): Done<RunStartResult | undefined> {
+  if (row === undefined) throw new Error("run_start returned no row");
+  if (row.declined) return { result: undefined, changes: [] };
+  if (!row.created)
+    return { result: { created: false, run: JSON.parse(row.run_data) as RunRecord }, changes: [] };
+  const runId = row.run_id as string;
+  const seq = Number(row.seq);
+  const run: RunRecord = {
+    runId,
+    ...(row.lease_taken === false ? waitingRun(unit) : unit.run),
+    inputSeq: seq,
+  };
+  if (unit.idempotencyKey !== undefined) run.idempotencyKey = unit.idempotencyKey;
+  const input = { ...unit.input, runId, seq } as StoredMessage;
+  const entry = row.entry_data === null ? undefined : (JSON.parse(row.entry_data) as StoredEntry);
+  const held = row.lease_row === null ? undefined : toLease(JSON.parse(row.lease_row) as LeaseRow);
+  const leased: AcquireLeaseResult | undefined =
+    held === undefined
+      ? undefined
+      : row.lease_taken === true
+        ? { acquired: true, lease: held }
+        : { acquired: false, holder: held };
+  const changes: StoreChange[] = [];
+  if (entry !== undefined) changes.push({ type: "entry", key: unit.sessionKey, op: "put" });
+  changes.push({ type: "run", runId, sessionKey: run.sessionKey, status: run.status });
+  return {
+    result: { created: true, run, input, entry, ...(leased === undefined ? {} : { lease: leased }) },
+    changes,
+  };
+}
+
+function endParams(unit: RunEndUnit): unknown[] {
+  const { run, delivery } = unit;
+  return [
+    run.sessionKey,
+    run.runId,
+    unit.owner ?? null,
+    run.status,
+    run.followUp !== undefined && run.followUpDone !== true,
+    run.owner ?? null,
+    JSON.stringify(run),
+    unit.reply === undefined ? null : JSON.stringify(unit.reply),
+    JSON.stringify(unit.entry),
+    delivery?.id ?? null,
+    delivery?.idempotencyKey ?? null,
+    delivery?.sessionKey ?? null,
+    delivery?.runId ?? null,
+    delivery?.status ?? null,
+    delivery?.nextAttemptAt ?? null,
+    delivery?.createdAt ?? null,
+    delivery?.leaseOwner ?? null,
+    delivery?.leaseUntil ?? null,
+    delivery === undefined ? null : JSON.stringify(delivery),
+    unit.releaseLease?.name ?? null,
+    unit.releaseLease?.owner ?? null,
+  ];
+}
+
+function endResult(unit: RunEndUnit, row: EndRow | undefined): Done<RunEndResult | undefined> {
+  const { run, delivery } = unit;
+  if (row === undefined) throw new Error("run_end returned no row");
+  if (row.declined) return { result: undefined, changes: [] };
+  if (!row.ended) return { result: { ended: false }, changes: [] };
+  const changes: StoreChange[] = [];
+  if (row.entry_put === true) changes.push({ type: "entry", key: run.sessionKey, op: "put" });
+  let recorded: { record: DeliveryRecord; created: boolean } | undefined;
+  if (delivery !== undefined) {
+    if (row.delivery_created === true) {
+      recorded = { record: structuredClone(delivery), created: true };
+      changes.push({
+        type: "delivery",
+        id: delivery.id,
+        sessionKey: delivery.sessionKey,
+        status: delivery.status,
+      });
+    } else {
+      const stored = { data: row.delivery_data as string, lease_owner: row.delivery_lease_owner };
+      recorded = { record: toDelivery({ ...stored, lease_until: row.delivery_lease_until }), created: false };
+    }
+  }
+  changes.push({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
+  return { result: { ended: true, delivery: recorded }, changes };
+}
+
+/** `SELECT * FROM fn($1, …)`: one unit. */
+const singleSql = (s: string, fn: string, params: number) =>
+  `SELECT * FROM ${s}.${fn}(${Array.from({ length: params + 1 }, (_, i) => `$${i + 1}`).join(", ")})`;
+
+/** One statement for several units: the function called per row of the parameters given as arrays, in order. */
+const batchSql = (s: string, fn: string, types: readonly string[]) => {
+  const columns = types.map((_, i) => `c${i}`);
+  return `SELECT r.* FROM unnest(${types.map((type, i) => `$${i + 2}::${type}[]`).join(", ")})
+      WITH ORDINALITY AS u(${columns.join(", ")}, ord)
+    CROSS JOIN LATERAL ${s}.${fn}($1, ${columns.map((column) => `u.${column}`).join(", ")}) r
+    ORDER BY u.ord`;
+};
+
+/** The parameters of several units as one array per parameter. */
+const transpose = (rows: unknown[][], width: number) =>
+  Array.from({ length: width }, (_, i) => rows.map((row) => row[i] ?? null));
+
+/**
+ * A run's start and end as one statement each: the functions migration 2 installs (`run_start`, `run_end`) take
+ * the same record locks and do the same reads and writes as the gateway's units through a transaction. Inside a
+ * caller's unit they join it; outside, each is a transaction of its own — or, several at a time, one transaction
+ * for all of them (`…Batch`: group commit, one statement per batch).
+ */
 export function createRunUnits(s: string, lockSpace: string) {
+  const startOne = singleSql(s, "run_start", START_TYPES.length);
+  const startMany = batchSql(s, "run_start", START_TYPES);
+  const endOne = singleSql(s, "run_end", END_TYPES.length);
+  const endMany = batchSql(s, "run_end", END_TYPES);
   return {
     async recordRunStart(db: Db, unit: RunStartUnit): Promise<Done<RunStartResult | undefined>> {
-      const { lease } = unit;
-      // The run as recorded when the lane it asks for is not free: waiting for it.
-      const { startedAt: _, ...waiting } = { ...unit.run, status: "queued" as const };
-      const { rows } = await db.query<{
-        declined: boolean;
-        created: boolean;
-        run_id: string | null;
-        seq: string | null;
-        run_data: string;
-        entry_data: string | null;
-        lease_taken: boolean | null;
-        lease_row: string | null;
-      }>(
-        `SELECT * FROM ${s}.run_start($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-        [
-          lockSpace,
-          unit.sessionKey,
-          unit.idempotencyKey ?? null,
-          unit.runId ?? null,
-          unit.preferredRunId ?? null,
-          unit.freshRunId,
-          unit.now,
-          JSON.stringify(unit.input),
-          JSON.stringify(unit.run),
-          unit.run.status,
-          unit.run.followUp !== undefined && unit.run.followUpDone !== true,
-          unit.run.owner ?? null,
-          lease?.name ?? null,
-          lease?.owner ?? null,
-          lease?.now ?? null,
-          lease === undefined ? null : lease.now + lease.ttlMs,
-          lease?.data === undefined ? null : JSON.stringify(lease.data),
-          lease === undefined ? null : JSON.stringify(waiting),
-        ],
-      );
-      const row = rows[0];
-      if (row === undefined) throw new Error("run_start returned no row");
-      if (row.declined) return { result: undefined, changes: [] };
-      if (!row.created)
-        return { result: { created: false, run: JSON.parse(row.run_data) as RunRecord }, changes: [] };
-      const runId = row.run_id as string;
-      const seq = Number(row.seq);
-      const run: RunRecord = { runId, ...(row.lease_taken === false ? waiting : unit.run), inputSeq: seq };
-      if (unit.idempotencyKey !== undefined) run.idempotencyKey = unit.idempotencyKey;
-      const input = { ...unit.input, runId, seq } as StoredMessage;
-      const entry = row.entry_data === null ? undefined : (JSON.parse(row.entry_data) as StoredEntry);
-      const held = row.lease_row === null ? undefined : toLease(JSON.parse(row.lease_row) as LeaseRow);
-      const leased: AcquireLeaseResult | undefined =
-        held === undefined
-          ? undefined
-          : row.lease_taken === true
-            ? { acquired: true, lease: held }
-            : { acquired: false, holder: held };
-      const changes: StoreChange[] = [];
-      if (entry !== undefined) changes.push({ type: "entry", key: unit.sessionKey, op: "put" });
-      changes.push({ type: "run", runId, sessionKey: run.sessionKey, status: run.status });
-      return {
-        result: { created: true, run, input, entry, ...(leased === undefined ? {} : { lease: leased }) },
-        changes,
-      };
+      const { rows } = await db.query<StartRow>(startOne, [lockSpace, ...startParams(unit)]);
+      return startResult(unit, rows[0]);
     },
-
+    async recordRunStartBatch(db: Db, units: RunStartUnit[]): Promise<Done<RunStartResult | undefined>[]> {
+      const values = transpose(units.map(startParams), START_TYPES.length);
+      const { rows } = await db.query<StartRow>(startMany, [lockSpace, ...values]);
+      return units.map((unit, i) => startResult(unit, rows[i]));
+    },
     async recordRunEnd(db: Db, unit: RunEndUnit): Promise<Done<RunEndResult | undefined>> {
-      const { run, delivery } = unit;
-      const { rows } = await db.query<{
-        declined: boolean;
-        ended: boolean;
-        entry_put: boolean | null;
-        delivery_created: boolean | null;
-        delivery_data: string | null;
-        delivery_lease_owner: string | null;
-        delivery_lease_until: string | null;
-      }>(
-        `SELECT * FROM ${s}.run_end($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
-        [
-          lockSpace,
-          run.sessionKey,
-          run.runId,
-          unit.owner ?? null,
-          run.status,
-          run.followUp !== undefined && run.followUpDone !== true,
-          run.owner ?? null,
-          JSON.stringify(run),
-          unit.reply === undefined ? null : JSON.stringify(unit.reply),
-          JSON.stringify(unit.entry),
-          delivery?.id ?? null,
-          delivery?.idempotencyKey ?? null,
-          delivery?.sessionKey ?? null,
-          delivery?.runId ?? null,
-          delivery?.status ?? null,
-          delivery?.nextAttemptAt ?? null,
-          delivery?.createdAt ?? null,
-          delivery?.leaseOwner ?? null,
-          delivery?.leaseUntil ?? null,
-          delivery === undefined ? null : JSON.stringify(delivery),
-          unit.releaseLease?.name ?? null,
-          unit.releaseLease?.owner ?? null,
-        ],
-      );
-      const row = rows[0];
-      if (row === undefined) throw new Error("run_end returned no row");
-      if (row.declined) return { result: undefined, changes: [] };
-      if (!row.ended) return { result: { ended: false }, changes: [] };
-      const changes: StoreChange[] = [];
-      if (row.entry_put === true) changes.push({ type: "entry", key: run.sessionKey, op: "put" });
-      let recorded: { record: DeliveryRecord; created: boolean } | undefined;
-      if (delivery !== undefined) {
-        if (row.delivery_created === true) {
-          recorded = { record: structuredClone(delivery), created: true };
-          changes.push({
-            type: "delivery",
-            id: delivery.id,
-            sessionKey: delivery.sessionKey,
-            status: delivery.status,
-          });
-        } else {
-          recorded = {
-            record: toDelivery({
-              data: row.delivery_data as string,
-              lease_owner: row.delivery_lease_owner,
-              lease_until: row.delivery_lease_until,
-            }),
-            created: false,
-          };
-        }
-      }
-      changes.push({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
-      return { result: { ended: true, delivery: recorded }, changes };
+      const { rows } = await db.query<EndRow>(endOne, [lockSpace, ...endParams(unit)]);
+      return endResult(unit, rows[0]);
+    },
+    async recordRunEndBatch(db: Db, units: RunEndUnit[]): Promise<Done<RunEndResult | undefined>[]> {
+      const values = transpose(units.map(endParams), END_TYPES.length);
+      const { rows } = await db.query<EndRow>(endMany, [lockSpace, ...values]);
+      return units.map((unit, i) => endResult(unit, rows[i]));
     },
   };
 }

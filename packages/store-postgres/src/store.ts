@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type Logger, SessionsError, silentLogger } from "@sessions/core";
 import type { SessionStore, StoreChange, StoreOps } from "@sessions/gateway";
 import pg from "pg";
+import { createBatcher } from "./batcher.js";
 import { createPublisher, createReassembler } from "./broadcast.js";
 import { listenForChanges, notifySql } from "./change-feed.js";
 import { toStoreError, withStoreErrors } from "./errors.js";
@@ -247,17 +248,27 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       }
     };
   }
-  // A run's start and end, one statement each: inside a caller's unit they join it (its commit announces them).
+  // A run's start and end, one statement each: inside a caller's unit they join it (its commit announces them);
+  // outside one, those that arrive together share a statement and a transaction (group commit), on up to half
+  // the pool's connections.
   const runUnits = createRunUnits(s, schema);
-  const native =
-    <U, R>(fn: (db: Db, unit: U) => Promise<Done<R>>) =>
-    async (unit: U): Promise<R> => {
+  const batched = <U, R>(
+    one: (db: Db, unit: U) => Promise<Done<R>>,
+    many: (db: Db, units: U[]) => Promise<Done<R>[]>,
+  ) => {
+    const group = createBatcher<U, Done<R>>({
+      one: (unit) => one(units.db(), unit),
+      many: (batch) => many(units.db(), batch),
+      concurrency: Math.max(2, Math.floor(pool.options.max / 2)),
+      maxBatch: 64,
+    });
+    return async (unit: U): Promise<R> => {
       check();
       const inUnit = units.current() !== undefined;
       const db = units.db();
       let done: Done<R>;
       try {
-        done = await fn(db, unit);
+        done = inUnit ? await one(db, unit) : await group(unit);
       } catch (error) {
         throw toStoreError(error, where);
       }
@@ -265,6 +276,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       else units.announce(done.changes);
       return done.result;
     };
+  };
   const leaseCalls: Record<string, unknown> = {};
   for (const [name, fn] of Object.entries(leases) as [
     string,
@@ -288,8 +300,8 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       "acquireLease" | "renewLease" | "releaseLease" | "getLease" | "listLeases" | "claimDeliveries"
     >),
     transaction,
-    recordRunStart: native(runUnits.recordRunStart),
-    recordRunEnd: native(runUnits.recordRunEnd),
+    recordRunStart: batched(runUnits.recordRunStart, runUnits.recordRunStartBatch),
+    recordRunEnd: batched(runUnits.recordRunEnd, runUnits.recordRunEndBatch),
     watch(listener) {
       const own = (change: StoreChange) => listener(change);
       listeners.add(own);

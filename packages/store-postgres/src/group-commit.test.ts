@@ -1,0 +1,91 @@
+import type { RunStartUnit, SessionStore } from "@sessions/gateway";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { freshSchema, sql, storeOpener } from "./testing/helpers.js";
+
+/**
+ * Group commit: runs started (or ended) at the same moment share one statement and one transaction; a unit that
+ * fails does not take the others down with it. Counted, not timed: transaction ids Postgres handed out.
+ */
+const url = inject("postgresUrl");
+const stores = storeOpener(url);
+afterAll(() => stores.closeAll());
+
+const start = (i: number, extra: Partial<RunStartUnit> = {}): RunStartUnit => ({
+  sessionKey: `agent:main:s${i}`,
+  idempotencyKey: `k${i}`,
+  freshRunId: `r${i}`,
+  now: 10,
+  input: { role: "user", content: `m${i}`, ts: 10 },
+  run: {
+    sessionKey: `agent:main:s${i}`,
+    agentId: "main",
+    kind: "chat",
+    status: "running",
+    createdAt: 10,
+    owner: "gw",
+  },
+  ...extra,
+});
+
+/** Write transactions (transaction ids assigned) while `work` runs, less the two this count takes. */
+async function writeTransactions(work: () => Promise<unknown>): Promise<number> {
+  const xid = async () =>
+    Number((await sql<{ x: string }>(url, "SELECT pg_current_xact_id()::text AS x"))[0]?.x);
+  const before = await xid();
+  await work();
+  return (await xid()) - before - 1;
+}
+
+describe("group commit on Postgres", () => {
+  let store: SessionStore;
+
+  it("starts and ends of 64 runs issued together commit in a few transactions, each unit as if alone", async () => {
+    store = await stores.open(freshSchema("group"));
+    const runs = Array.from({ length: 64 }, (_, i) => i);
+    let started: Awaited<ReturnType<NonNullable<SessionStore["recordRunStart"]>>>[] = [];
+    const startTransactions = await writeTransactions(async () => {
+      started = await Promise.all(runs.map((i) => store.recordRunStart?.(start(i))));
+    });
+    expect(started.map((result) => result?.created)).toEqual(runs.map(() => true));
+    expect(started.map((result) => result?.run.runId)).toEqual(runs.map((i) => `r${i}`));
+    expect(startTransactions).toBeLessThanOrEqual(4);
+    for (const i of runs) expect((await store.findRunByIdempotencyKey(`k${i}`))?.inputSeq).toBe(1);
+
+    const endTransactions = await writeTransactions(() =>
+      Promise.all(
+        runs.map((i) =>
+          store.recordRunEnd?.({
+            run: {
+              ...(started[i]?.run as NonNullable<(typeof started)[number]>["run"]),
+              status: "ok",
+              reply: "x",
+            },
+            owner: "gw",
+            reply: { role: "assistant", content: `reply ${i}`, ts: 11, runId: `r${i}` },
+            entry: { updatedAt: 11 },
+          }),
+        ),
+      ),
+    );
+    expect(endTransactions).toBeLessThanOrEqual(4);
+    for (const i of runs) {
+      expect((await store.getRun(`r${i}`))?.status).toBe("ok");
+      expect((await store.readMessages(`agent:main:s${i}`, { limit: 5 })).map((m) => m.seq)).toEqual([1, 2]);
+    }
+  });
+
+  it("a unit that fails fails alone: the others of its batch are recorded", async () => {
+    store = await stores.open(freshSchema("group_fail"));
+    const results = await Promise.allSettled([
+      store.recordRunStart?.(start(1)),
+      store.recordRunStart?.(start(2, { now: Number.NaN })),
+      store.recordRunStart?.(start(3)),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: "unavailable" });
+    expect((await store.getRun("r1"))?.status).toBe("running");
+    expect(await store.getRun("r2")).toBeUndefined();
+    expect(await store.countMessages("agent:main:s2")).toBe(0);
+    expect((await store.getRun("r3"))?.status).toBe("running");
+  });
+});
