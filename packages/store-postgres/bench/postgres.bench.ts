@@ -34,16 +34,18 @@ import { printStatementCost, statementCost } from "./statements.js";
 const here = dirname(fileURLToPath(import.meta.url));
 const small = process.env.BENCH_SCALE === "small";
 const SIZE = small
-  ? { sessions: 2_000, big: 20_000, small: 1_000, runs: 300, iterations: 50, jobs: 1_000, warmup: 200 }
+  ? { sessions: 2_000, big: 20_000, small: 1_000, runs: 300, iterations: 50, jobs: 3_000, warmup: 500 }
   : {
       sessions: 100_000,
       big: 1_000_000,
       small: 1_000,
       runs: 3_000,
       iterations: 300,
-      jobs: 5_000,
+      jobs: 10_000,
       warmup: 500,
     };
+/** Runs (or jobs) in flight at once, on both sides of the comparison. */
+const IN_FLIGHT = 500;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 let schemas = 0;
 const schema = (name: string) => `bench_${name}_${process.pid}_${++schemas}`;
@@ -160,7 +162,14 @@ async function runsPerSecond(url: string, gateways: number, node = process.execP
     Array.from({ length: gateways }, (_, i) =>
       child(
         join(here, "load-child.ts"),
-        { DATABASE_URL: url, SCHEMA: name, RUNS: String(SIZE.runs), SESSIONS: "64", PREFIX: `g${i}` },
+        {
+          DATABASE_URL: url,
+          SCHEMA: name,
+          // As many runs and as many in flight as graphile-worker's jobs and producers, shared by the gateways.
+          RUNS: String(Math.ceil(SIZE.jobs / gateways)),
+          SESSIONS: String(Math.round(IN_FLIGHT / gateways)),
+          PREFIX: `g${i}`,
+        },
         /ready/,
         [node, "--import", "tsx"],
       ),
@@ -195,7 +204,7 @@ async function graphileJobsPerSecond(url: string, node: string): Promise<Through
       SCHEMA: schema("graphile"),
       JOBS: String(SIZE.jobs),
       WARMUP: String(SIZE.warmup),
-      IN_FLIGHT: "500",
+      IN_FLIGHT: String(IN_FLIGHT),
       CONCURRENCY: "24",
       POLL_MS: "100",
       NO_LOG_SUCCESS: "1",
@@ -345,20 +354,23 @@ try {
     }),
     say,
   );
-  say(`\n## Scripted runs/s (agent + agent.wait, 64 sessions per gateway, ${SIZE.runs} runs per gateway)`);
+  say(
+    `\n## Scripted runs/s (agent + agent.wait, ${IN_FLIGHT} sessions and ${SIZE.jobs} runs shared by the gateways)`,
+  );
   say(
     "A run: in a gateway's own process (no WebSocket, no model), `gateway.agent()` (the message and the run " +
       "recorded, `run_start`), the scripted runner reading the transcript and echoing, its reply and the run's end " +
       "recorded (`run_end`), then `gateway.agentWait()` until it ended ok. Each gateway is a child process (a pool " +
-      "of 10 connections) with 64 sessions, each warmed up (created) by one run first, then one run at a time each: " +
-      "64 runs in flight per gateway. The clock runs from the first `agent()` to the last `agentWait()`.",
+      `of 10 connections) with ${IN_FLIGHT} / N sessions, each warmed up (created) by one run first, then one run at a ` +
+      `time each: ${IN_FLIGHT} runs in flight in all, as graphile-worker's producers below. The clock runs from the ` +
+      "first `agent()` to the last `agentWait()`.",
   );
   say(
     `A graphile-worker job (${SIZE.jobs} jobs, after ${SIZE.warmup} to warm up): one \`addJob()\` (a call of its ` +
       "`add_job` function, a transaction of its own, through a pool of 10), then the worker (concurrency 24, a pool " +
       "of 26, new jobs by LISTEN/NOTIFY, poll 100 ms, completions batched with completeJobBatchDelay 0, no local " +
-      "queue) runs its no-op task and deletes the job. 500 producers, each adding its next job once its last one's " +
-      "task ran: 500 in flight. The clock stops when the last completion is committed. graphile-worker runs on " +
+      `queue) runs its no-op task and deletes the job. ${IN_FLIGHT} producers, each adding its next job once its last ` +
+      `one's task ran: ${IN_FLIGHT} in flight. The clock stops when the last completion is committed. graphile-worker runs on ` +
       `Node 22, the gateways on Node ${process.versions.node} (and on Node 22 in the last row).`,
   );
   say(
