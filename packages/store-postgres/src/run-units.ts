@@ -10,6 +10,7 @@ import type {
   StoredEntry,
   StoredMessage,
 } from "@sessions/gateway";
+import type pg from "pg";
 import { type LeaseRow, toLease } from "./leases.js";
 import { toDelivery } from "./operations.js";
 import type { Db } from "./units.js";
@@ -220,35 +221,42 @@ const batchSql = (s: string, fn: string, types: readonly string[]) => {
 const transpose = (rows: unknown[][], width: number) =>
   Array.from({ length: width }, (_, i) => rows.map((row) => row[i] ?? null));
 
+/** A unit done by one Postgres function: alone (`one`), or several in one statement (`many`). */
+export interface UnitCalls<U, R> {
+  one(db: Db, unit: U): Promise<Done<R>>;
+  many(db: Db, units: U[]): Promise<Done<R>[]>;
+}
+
+function unitCalls<U, Row extends pg.QueryResultRow, R>(
+  s: string,
+  lockSpace: string,
+  fn: string,
+  types: readonly string[],
+  params: (unit: U) => unknown[],
+  read: (unit: U, row: Row | undefined) => Done<R>,
+): UnitCalls<U, R> {
+  const one = singleSql(s, fn, types.length);
+  const many = batchSql(s, fn, types);
+  return {
+    async one(db, unit) {
+      return read(unit, (await db.query<Row>(one, [lockSpace, ...params(unit)])).rows[0]);
+    },
+    async many(db, units) {
+      const { rows } = await db.query<Row>(many, [lockSpace, ...transpose(units.map(params), types.length)]);
+      return units.map((unit, i) => read(unit, rows[i]));
+    },
+  };
+}
+
 /**
  * A run's start and end as one statement each: the functions migration 2 installs (`run_start`, `run_end`) take
  * the same record locks and do the same reads and writes as the gateway's units through a transaction. Inside a
  * caller's unit they join it; outside, each is a transaction of its own — or, several at a time, one transaction
- * for all of them (`…Batch`: group commit, one statement per batch).
+ * for all of them (`many`: group commit, one statement per batch).
  */
 export function createRunUnits(s: string, lockSpace: string) {
-  const startOne = singleSql(s, "run_start", START_TYPES.length);
-  const startMany = batchSql(s, "run_start", START_TYPES);
-  const endOne = singleSql(s, "run_end", END_TYPES.length);
-  const endMany = batchSql(s, "run_end", END_TYPES);
   return {
-    async recordRunStart(db: Db, unit: RunStartUnit): Promise<Done<RunStartResult | undefined>> {
-      const { rows } = await db.query<StartRow>(startOne, [lockSpace, ...startParams(unit)]);
-      return startResult(unit, rows[0]);
-    },
-    async recordRunStartBatch(db: Db, units: RunStartUnit[]): Promise<Done<RunStartResult | undefined>[]> {
-      const values = transpose(units.map(startParams), START_TYPES.length);
-      const { rows } = await db.query<StartRow>(startMany, [lockSpace, ...values]);
-      return units.map((unit, i) => startResult(unit, rows[i]));
-    },
-    async recordRunEnd(db: Db, unit: RunEndUnit): Promise<Done<RunEndResult | undefined>> {
-      const { rows } = await db.query<EndRow>(endOne, [lockSpace, ...endParams(unit)]);
-      return endResult(unit, rows[0]);
-    },
-    async recordRunEndBatch(db: Db, units: RunEndUnit[]): Promise<Done<RunEndResult | undefined>[]> {
-      const values = transpose(units.map(endParams), END_TYPES.length);
-      const { rows } = await db.query<EndRow>(endMany, [lockSpace, ...values]);
-      return units.map((unit, i) => endResult(unit, rows[i]));
-    },
+    start: unitCalls(s, lockSpace, "run_start", START_TYPES, startParams, startResult),
+    end: unitCalls(s, lockSpace, "run_end", END_TYPES, endParams, endResult),
   };
 }

@@ -9,7 +9,7 @@ import { toStoreError, withStoreErrors } from "./errors.js";
 import { createLeaseOperations } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { ATOMIC_OPS, createOperations, type Operations } from "./operations.js";
-import { createRunUnits, type Done } from "./run-units.js";
+import { createRunUnits, type Done, type UnitCalls } from "./run-units.js";
 import { createUnits, type Db, type Unit } from "./units.js";
 
 /**
@@ -252,10 +252,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   // outside one, those that arrive together share a statement and a transaction (group commit), on up to half
   // the pool's connections.
   const runUnits = createRunUnits(s, schema);
-  const batched = <U, R>(
-    one: (db: Db, unit: U) => Promise<Done<R>>,
-    many: (db: Db, units: U[]) => Promise<Done<R>[]>,
-  ) => {
+  const batched = <U, R>({ one, many }: UnitCalls<U, R>) => {
     const group = createBatcher<U, Done<R>>({
       one: (unit) => one(units.db(), unit),
       many: (batch) => many(units.db(), batch),
@@ -300,8 +297,8 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       "acquireLease" | "renewLease" | "releaseLease" | "getLease" | "listLeases" | "claimDeliveries"
     >),
     transaction,
-    recordRunStart: batched(runUnits.recordRunStart, runUnits.recordRunStartBatch),
-    recordRunEnd: batched(runUnits.recordRunEnd, runUnits.recordRunEndBatch),
+    recordRunStart: batched(runUnits.start),
+    recordRunEnd: batched(runUnits.end),
     watch(listener) {
       const own = (change: StoreChange) => listener(change);
       listeners.add(own);
