@@ -36,7 +36,7 @@ export function createBatcher<I, O>(options: {
         // Each unit alone: its own outcome, whatever failed the batch.
       }
       if (outputs !== undefined) {
-        batch.forEach((waiter, i) => waiter.resolve(outputs[i] as O));
+        for (const [i, waiter] of batch.entries()) waiter.resolve(outputs[i] as O);
         return;
       }
       await Promise.all(batch.map((waiter) => options.one(waiter.input).then(waiter.resolve, waiter.reject)));
