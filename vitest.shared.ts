@@ -15,6 +15,9 @@ export function defineSessionsVitestConfig(overrides: { include?: string[] } = {
       // with its own far bound and a message naming what was missing), so on a loaded machine it is slow, not red.
       testTimeout: TEST_TIMEOUT_MS,
       hookTimeout: TEST_TIMEOUT_MS,
+      // `expect.poll` waits for its condition as `eventually` does: 60 s, not vitest's 1 s (a budget a busy machine
+      // misses); it returns as soon as the condition holds.
+      expect: { poll: { timeout: 60_000, interval: 20 } },
       typecheck: { enabled: true, include: ["src/**/*.test-d.ts"] },
       // Always written (not only in CI): it is turbo's declared output of `test`, so a cached run restores it and
       // turbo has an output to find (no "no output files found" warning).

@@ -1,4 +1,6 @@
-import { mkdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import chromium from "@sparticuz/chromium";
 import { type Browser, type Page, chromium as playwright } from "playwright-core";
@@ -8,8 +10,55 @@ import { type Browser, type Page, chromium as playwright } from "playwright-core
  * `@sparticuz/chromium` package ships. Only `--no-sandbox` (tests run as root in CI), none of its Lambda flags.
  */
 export async function launchChromium(): Promise<Browser> {
-  const executablePath = process.env.SESSIONS_CHROMIUM || (await chromium.executablePath());
+  const executablePath = process.env.SESSIONS_CHROMIUM || (await shippedChromium());
   return playwright.launch({ executablePath, args: ["--no-sandbox"] });
+}
+
+const LOCK = join(tmpdir(), "sessions-chromium.lock");
+/** A lock older than this was left by a process that died holding it. */
+const STALE_LOCK_MS = 5 * 60_000;
+
+/**
+ * The package's binary, unpacked once for every test process of the machine. `@sparticuz/chromium` unpacks it to
+ * a fixed path and trusts any file there: test files unpacking it side by side (or one killed while unpacking)
+ * leave a truncated binary that crashes at launch, on every later run. Here one process at a time unpacks it (a
+ * lock directory), and a binary that cannot even print its version is unpacked again.
+ */
+async function shippedChromium(): Promise<string> {
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      break;
+    } catch {
+      try {
+        if (Date.now() - statSync(LOCK).mtimeMs > STALE_LOCK_MS)
+          rmSync(LOCK, { recursive: true, force: true });
+      } catch {
+        // Released meanwhile.
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  try {
+    let path = await chromium.executablePath();
+    if (!runs(path)) {
+      rmSync(path, { force: true });
+      path = await chromium.executablePath();
+      if (!runs(path)) throw new Error(`the Chromium unpacked at ${path} does not start`);
+    }
+    return path;
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
+}
+
+function runs(path: string): boolean {
+  try {
+    execFileSync(path, ["--headless", "--no-sandbox", "--version"], { stdio: "ignore", timeout: 60_000 });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A page in a fresh browser context (its own storage: another visitor), failing fast rather than at 30 s. */

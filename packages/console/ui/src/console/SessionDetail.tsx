@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { MessageView, StreamingView } from "../components/MessageView.js";
 import { errorText, newKey } from "../lib/connection.js";
 import type { ConsoleModel } from "../lib/console-model.js";
@@ -12,14 +12,9 @@ function Settings({ model, info }: { model: ConsoleModel; info: SessionInfo }) {
   const [label, setLabel] = useState(row.label ?? "");
   const [policy, setPolicy] = useState(row.sendPolicy ?? "inherit");
   const [visibility, setVisibility] = useState<string>(row.visibility ?? "inherit");
+  // Fresh for each session (the form is keyed by it, below), and never reset by a background refresh, which must
+  // not undo choices not yet saved. (A reset in an effect ran after the first paint: a choice made at once was lost.)
   const [status, setStatus] = useState<{ ok: boolean; text: string } | undefined>(undefined);
-  useEffect(() => {
-    setLabel(row.label ?? "");
-    setPolicy(row.sendPolicy ?? "inherit");
-    setVisibility(row.visibility ?? "inherit");
-    setStatus(undefined);
-    // Only when another session is opened: a background refresh must not undo choices not yet saved.
-  }, [row.key]);
   const readOnly = !model.canWrite;
   return (
     <form
@@ -212,7 +207,7 @@ export function SessionDetail(props: {
           </>
         )}
       </dl>
-      <Settings model={model} info={info} />
+      <Settings key={info.row.key} model={model} info={info} />
       {runs.length > 0 && (
         <section class="live-runs" aria-label="Runs under way">
           {runs.map((run) => (
