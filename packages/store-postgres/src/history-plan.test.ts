@@ -139,8 +139,10 @@ describe("chat.history on Postgres", () => {
     await sql(url, `ANALYZE "${schema}".entries, "${schema}".transcripts, "${schema}".messages`);
     const small = await historyCost(smallKey);
     const big = await historyCost(bigKey);
-    expect(big.maxRows, big.plans.join("\n")).toBeLessThanOrEqual(LIMIT);
-    expect(big.buffers, big.plans.join("\n")).toBeLessThanOrEqual(BUFFERS);
+    for (const cost of [small, big]) {
+      expect(cost.maxRows, cost.plans.join("\n")).toBeLessThanOrEqual(LIMIT);
+      expect(cost.buffers, cost.plans.join("\n")).toBeLessThanOrEqual(BUFFERS);
+    }
   });
 
   it("still reads the latest messages of a transcript whose sequence has gaps (rows deleted by hand)", async () => {
