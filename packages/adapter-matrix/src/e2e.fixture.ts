@@ -14,6 +14,7 @@ import {
   type FakeMatrixHomeserver,
   type MatrixSentEvent,
 } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { ClientEvent, createClient, type MatrixClient, SyncState } from "matrix-js-sdk";
 import { logger as sdkLogger } from "matrix-js-sdk/lib/logger.js";
 import { createMatrixAdapter, type MatrixAdapter, type MatrixAdapterConfig } from "./index.js";
@@ -89,11 +90,7 @@ export async function startE2E(
 
 /** Polls `check` on real time (the homeserver and the client run on it) until it holds. */
 export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  await eventually(check, what);
 }
 
 /** Lets the client sync everything posted so far and the gateway act on it. */

@@ -11,6 +11,7 @@ import {
   type ScriptedAgent,
 } from "@sessions/gateway";
 import { createFakeSlack, type FakeSlack } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { App, LogLevel } from "@slack/bolt";
 import { expect } from "vitest";
 import { createSlackAdapter, type SlackAdapter, type SlackAdapterConfig } from "./index.js";
@@ -107,11 +108,7 @@ export async function startSlack(
 
 /** Polls until `check` holds (the gateway and bolt work asynchronously after an event is acknowledged). */
 export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  await eventually(check, what);
 }
 
 /** Lets in-flight events settle, for asserting that nothing happened. */

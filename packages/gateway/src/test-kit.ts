@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SessionsError } from "@sessions/core";
+import { eventually as waitFor } from "@sessions/testing/eventually";
 import type { ChannelAdapterV1, DeliveryTarget, OutboundMessage } from "./adapter.js";
 import { createManualClock, type ManualClock } from "./clock.js";
 import { createGateway } from "./create-gateway.js";
@@ -127,17 +128,12 @@ export async function harness(
   return h;
 }
 
-/** Retries an assertion while background work settles (bounded; fails with the last error). */
-export async function eventually(assertion: () => void | Promise<void>, rounds = 400): Promise<void> {
-  let last: unknown;
-  for (let i = 0; i < rounds; i++) {
-    try {
-      await assertion();
-      return;
-    } catch (error) {
-      last = error;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  }
-  throw last;
+/**
+ * Retries an assertion while background work settles: until it passes, or (far above any normal time, so that a
+ * busy machine is slow, not red) fails with its last error.
+ */
+export async function eventually(assertion: () => void | Promise<void>, what = "assertion"): Promise<void> {
+  await waitFor(async () => {
+    await assertion();
+  }, what);
 }

@@ -115,8 +115,8 @@ describe("a Telegram bot on several gateways sharing one Postgres", () => {
     second.child.kill("SIGKILL");
     const killedAt = Date.now();
     send(3);
-    await eventually(() => third.polls.length > 0, 15_000);
-    await eventually(() => answered().length >= 10, 15_000);
+    await eventually(() => third.polls.length > 0);
+    await eventually(() => answered().length >= 10);
     process.stdout.write(
       `telegram polling taken over ${(third.polls[0] as number) - killedAt} ms after SIGKILL\n`,
     );

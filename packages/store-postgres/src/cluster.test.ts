@@ -151,7 +151,7 @@ describe("several gateways on one Postgres", () => {
     expect([...running]).toEqual([holder]);
     await held[holder]?.release();
     expect(running.has(holder)).toBe(false);
-    await eventually(() => running.size === 1, 5000);
+    await eventually(() => running.size === 1);
     expect(held.filter((h) => h.held)).toHaveLength(1);
   });
 });

@@ -85,15 +85,15 @@ describe("failover between gateway processes on one Postgres", () => {
     const runs = async () => Promise.all([...acked.values()].map((runId) => store.getRun(runId)));
     await eventually(
       async () => (await runs()).every((r) => r !== undefined && ["ok", "error"].includes(r.status)),
-      30_000,
+      "every acknowledged run ended",
     );
     const final = (await runs()).map((r) => r as NonNullable<typeof r>);
     const ok = final.filter((r) => r.status === "ok");
     await eventually(async () => {
       const delivered = await Promise.all(ok.map((r) => store.listDeliveries({ runId: r.runId })));
       return delivered.every((list) => list.length === 1 && list[0]?.status === "delivered");
-    }, 30_000);
-    await eventually(() => platform.connections.some((c) => c.event === "start" && c.at > killedAt), 30_000);
+    }, "every reply delivered once");
+    await eventually(() => platform.connections.some((c) => c.event === "start" && c.at > killedAt));
     const takenOver = platform.connections.find((c) => c.event === "start" && c.at > killedAt);
 
     // Every acknowledged write exactly once: one run per key, one user message per run.

@@ -1,4 +1,5 @@
 import type { SessionStore } from "@sessions/gateway";
+import { eventually as waitFor } from "@sessions/testing/eventually";
 import pg from "pg";
 import { createPostgresStore, type PostgresStoreOptions } from "../store.js";
 
@@ -38,10 +39,6 @@ export async function sql<R extends pg.QueryResultRow>(
 }
 
 /** Resolves once `check` holds, polling; rejects after `ms`. */
-export async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+export async function eventually(check: () => boolean | Promise<boolean>, what = "condition"): Promise<void> {
+  await waitFor(check, what, { intervalMs: 10 });
 }
