@@ -1,10 +1,20 @@
 import { SessionsError } from "@sessions/core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { createManualClock } from "./clock.js";
 import { createGateway } from "./create-gateway.js";
 import { createScriptedRunner, type ScriptedAgent } from "./runner/scripted.js";
 import { createMemoryStore } from "./store/memory.js";
-import type { StoredMessage } from "./store/types.js";
-import { cleanupDirs, eventually, type Harness, harness, rateLimited, STORE_KINDS } from "./test-kit.js";
+import type { SessionStore, StoredMessage } from "./store/types.js";
+import {
+  cleanupDirs,
+  createFakeChannel,
+  eventually,
+  type Harness,
+  harness,
+  openStore,
+  rateLimited,
+  STORE_KINDS,
+} from "./test-kit.js";
 import { messageText } from "./transcript.js";
 
 afterAll(cleanupDirs);
@@ -169,6 +179,45 @@ describe.each(STORE_KINDS)("gateway on the %s store", (kind) => {
       await eventually(async () => {
         const d = (await h.gateway.deliveries.list({ runId: second.result.runId })).deliveries[0];
         expect(d).toMatchObject({ status: "failed", attempts: 5, lastError: "platform unavailable" });
+      });
+    });
+
+    it("sends a delivery whose first reads met a store outage once the store is back, not when its claim lapses", async () => {
+      const { store } = openStore(kind);
+      // The store answers `unavailable` (a database restarting) to the outbox's first two reads of a delivery.
+      let outage = 2;
+      const flaky: SessionStore = new Proxy(store, {
+        get(target, prop, receiver) {
+          if (prop === "getDelivery" && outage > 0) {
+            return async () => {
+              outage--;
+              throw new SessionsError("unavailable", "the database is restarting", { retryAfterMs: 1000 });
+            };
+          }
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      h = await harness(
+        kind,
+        { main: echo },
+        {},
+        { clock: createManualClock(), channel: createFakeChannel(), store: flaky },
+      );
+      const { result } = await receiveAndWait(dm("through the outage"));
+      await eventually(() => expect(outage).toBe(1));
+      expect(h.channel.sent).toHaveLength(0);
+      // A pause of the hinted second after each failure, far inside the claim (60 s): the delivery goes then.
+      await h.clock.advance(1000);
+      await eventually(() => expect(outage).toBe(0));
+      expect(h.channel.sent).toHaveLength(0);
+      await h.clock.advance(1000);
+      await eventually(() =>
+        expect(h.channel.sent.map((m) => m.message.text)).toEqual(["echo: through the outage"]),
+      );
+      await eventually(async () => {
+        const [d] = (await h.gateway.deliveries.list({ runId: result.runId })).deliveries;
+        expect(d).toMatchObject({ status: "delivered", attempts: 1 });
       });
     });
 

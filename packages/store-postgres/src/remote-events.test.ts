@@ -11,10 +11,13 @@ afterAll(async () => {
 });
 
 const BIG = `${"long ".repeat(4000)}ünïcødé 🎉 "quoted" \\ end`;
+/** Held by the test: a run whose message is `hold` waits for it before it streams. */
+let held: Promise<void> = Promise.resolve();
 /** Streams 30 deltas (one of them 20 KB, more than a NOTIFY carries), a tool call, then answers. */
 const runner = createScriptedRunner({
   agents: {
     main: async (turn) => {
+      if (turn.text === "hold") await held;
       for (let i = 0; i < 30; i++) {
         turn.say(i === 15 ? BIG : `d${i} `);
         if (i % 5 === 0) await turn.sleep(5);
@@ -89,11 +92,18 @@ describe("run events across gateways on one Postgres", () => {
     const onA = await clientOf(a);
     const onB = await clientOf(b);
     // Held on A's session lane by a first run, the second run waits queued: B knows of it before it starts.
-    const first = await onA.chat.send({ sessionKey: "main", message: "one", idempotencyKey: "k-one" });
+    let release = () => {};
+    held = new Promise((resolve) => (release = resolve));
+    const first = await onA.chat.send({ sessionKey: "main", message: "hold", idempotencyKey: "k-one" });
     const second = await onA.chat.send({ sessionKey: "main", message: "two", idempotencyKey: "k-two" });
     await eventually(async () => (await b.store.getRun(second.runId)) !== undefined);
+    // B follows the run before any of it happens (the first run holds the lane until then), however slow the
+    // machine: streamRun listens from the call, and the subscription is B's once this request is answered.
+    await onB.request("sessions.subscribe", { runIds: [second.runId] });
+    const stream = onB.streamRun(second.runId);
+    release();
     const items: { type: string; payload?: { state?: string; seq?: number } }[] = [];
-    for await (const item of onB.streamRun(second.runId)) items.push(item as never);
+    for await (const item of stream) items.push(item as never);
     expect(items.at(-1)).toMatchObject({ type: "chat", payload: { state: "final" } });
     expect(items.filter((i) => i.type === "chat" && i.payload?.state === "delta")).toHaveLength(30);
     expect(items.map((i) => i.payload?.seq)).toEqual(items.map((_, i) => i + 1));

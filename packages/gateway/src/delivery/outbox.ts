@@ -108,11 +108,24 @@ export function createOutbox(deps: OutboxDeps) {
   async function attempt(id: string): Promise<void> {
     if (inFlight.has(id) || stopped) return;
     inFlight.add(id);
+    // Each step waits out a store outage (a database restarting) instead of dropping the attempt: a dropped one
+    // stays claimed by this gateway, and so unsent, until its claim lapses.
+    let warned = false;
+    const stored = <T>(step: () => Promise<T>, what: string) =>
+      untilStored(step, {
+        clock,
+        stop: () => stopped,
+        onRetry: (error) => {
+          if (warned) return;
+          warned = true;
+          logger.warn(`the store is unavailable; ${what} when it is back`, { id, error: error.message });
+        },
+      });
     try {
-      const record = await store.getDelivery(id);
+      const record = await stored(() => store.getDelivery(id), "sending a delivery");
       if (record === undefined || record.status !== "queued" || heldByOther(record)) return;
       if (record.kind !== "notice") {
-        const entry = await store.getEntry(record.sessionKey);
+        const entry = await stored(() => store.getEntry(record.sessionKey), "sending a delivery");
         const explanation = explainSendPolicy({
           policy: deps.sendPolicy(),
           entry,
@@ -120,17 +133,22 @@ export function createOutbox(deps: OutboxDeps) {
           channel: record.channel,
         });
         if (explanation.decision === "deny") {
-          await finish(record, { status: "suppressed", lastError: describeSendPolicyDecision(explanation) });
+          const lastError = describeSendPolicyDecision(explanation);
+          await stored(
+            () => finish(record, { status: "suppressed", lastError }),
+            "recording a suppressed delivery",
+          );
           return;
         }
       }
       const adapter = deps.adapters.get(record.channel);
       if (adapter === undefined) {
-        await finish(record, {
-          status: "failed",
+        const failed = {
+          status: "failed" as const,
           attempts: record.attempts + 1,
           lastError: `No channel adapter for "${record.channel}"`,
-        });
+        };
+        await stored(() => finish(record, failed), "recording a failed delivery");
         return;
       }
       const target: DeliveryTarget = { channel: record.channel, to: record.to };
@@ -153,12 +171,14 @@ export function createOutbox(deps: OutboxDeps) {
         const message = error instanceof Error ? error.message : String(error);
         if (permanent || tries >= maxAttempts) {
           logger.warn("delivery failed", { id, channel: record.channel, attempts: tries, error: message });
-          await finish(record, { status: "failed", attempts: tries, lastError: message });
+          const failed = { status: "failed" as const, attempts: tries, lastError: message };
+          await stored(() => finish(record, failed), "recording a failed delivery");
           return;
         }
         const retryAfter = SessionsError.isInstance(error) ? error.retryAfterMs : undefined;
         const delay = typeof retryAfter === "number" && retryAfter >= 0 ? retryAfter : backoff(tries);
-        await finish(record, { attempts: tries, lastError: message, nextAttemptAt: clock.now() + delay });
+        const retry = { attempts: tries, lastError: message, nextAttemptAt: clock.now() + delay };
+        await stored(() => finish(record, retry), "scheduling a delivery's retry");
         schedule(clock.now() + delay);
         return;
       }
@@ -168,17 +188,7 @@ export function createOutbox(deps: OutboxDeps) {
         attempts: record.attempts + 1,
         receipt: Array.isArray(receipt?.messageIds) ? receipt.messageIds.map(String) : [],
       };
-      await untilStored(() => finish(record, delivered), {
-        clock,
-        stop: () => stopped,
-        onRetry: (error, attempt) => {
-          if (attempt === 1)
-            logger.warn("the store is unavailable; recording a sent delivery when it is back", {
-              id,
-              error: error.message,
-            });
-        },
-      });
+      await stored(() => finish(record, delivered), "recording a sent delivery");
     } finally {
       inFlight.delete(id);
     }
