@@ -15,10 +15,15 @@ if (!url || !token) {
   process.exit(2);
 }
 
+// A backstop against a hang, not a budget: each wait below has its own far bound (WAIT_MS) and names what was
+// missing; apps/interop's execFile limit (openclaw-reference.ts) is above this one.
 const deadline = setTimeout(() => {
-  process.stderr.write("drive.mjs: gave up after 60 s\n");
+  process.stderr.write("drive.mjs: gave up after 240 s\n");
   process.exit(3);
-}, 60_000);
+}, 240_000);
+
+/** How long any one wait may take before it fails: far above the normal time, even on a loaded machine. */
+const WAIT_MS = 60_000;
 
 const describeError = (error) => ({
   name: error.name,
@@ -39,6 +44,11 @@ function start(withToken, events) {
     mode: "backend",
     role: "operator",
     scopes: ["operator.read", "operator.write", "operator.admin"],
+    // Above agent.wait's own timeoutMs below, so the server answers first (the client's default is 30 s).
+    requestTimeoutMs: WAIT_MS + 30_000,
+    // The test's gateway ticks every second (a real one every 30 s). OpenClaw's client drops the link after two
+    // missed ticks; on a loaded machine a stall can be longer, and a reconnect would lose the events recorded here.
+    tickWatchTimeoutMs: WAIT_MS,
     onEvent: (frame) => events?.push(frame),
     onHelloOk: (hello) => {
       seen.hello = hello;
@@ -54,8 +64,13 @@ function start(withToken, events) {
   return { client, seen };
 }
 
-async function until(condition, ms) {
-  for (let waited = 0; waited < ms && !condition(); waited += 10) {
+/** Resolves once `condition()` holds; fails the script (exit 1) naming `what` (text, or a function) after WAIT_MS. */
+async function until(condition, what) {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > WAIT_MS) {
+      throw new Error(`drive.mjs: no ${typeof what === "function" ? what() : what} after ${WAIT_MS} ms`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -77,14 +92,17 @@ const out = {};
 // A wrong token: the client must report the refusal and stop reconnecting.
 {
   const { client, seen } = start(`${token}-wrong`);
-  await until(() => seen.hello !== undefined || seen.paused !== undefined, 10_000);
+  await until(
+    () => seen.hello !== undefined || seen.paused !== undefined,
+    "hello or reconnect pause (wrong token)",
+  );
   out.wrongToken = { error: seen.error ?? null, paused: seen.paused ?? null, hello: seen.hello ?? null };
   client.stop();
 }
 
 const events = [];
 const { client, seen } = start(token, events);
-await until(() => seen.hello !== undefined || seen.error !== undefined, 10_000);
+await until(() => seen.hello !== undefined || seen.error !== undefined, "hello or connect error");
 if (seen.hello === undefined) {
   process.stdout.write(`${JSON.stringify({ ...out, connectError: seen.error ?? null })}\n`);
   process.exit(1);
@@ -103,14 +121,14 @@ results.chatSendAgain = await call(client, "chat.send", {
   message: "hello from openclaw",
   idempotencyKey: "oc-send-1",
 });
-results.chatWait = await call(client, "agent.wait", { runId: "oc-send-1", timeoutMs: 10_000 });
+results.chatWait = await call(client, "agent.wait", { runId: "oc-send-1", timeoutMs: WAIT_MS });
 results.agent = await call(client, "agent", {
   message: "work, please",
   idempotencyKey: "oc-agent-1",
   sessionKey: "main",
 });
 const agentRunId = results.agent.payload?.runId;
-results.agentWait = await call(client, "agent.wait", { runId: agentRunId, timeoutMs: 10_000 });
+results.agentWait = await call(client, "agent.wait", { runId: agentRunId, timeoutMs: WAIT_MS });
 results.history = await call(client, "chat.history", { sessionKey: "main" });
 results.historyUnknown = await call(client, "chat.history", { sessionKey: "no-such-session" });
 results.list = await call(client, "sessions.list", {});
@@ -127,7 +145,10 @@ out.results = results;
 
 // Wait for a tick (the test's gateway ticks often) and the final events of the three runs started above.
 const finals = () => events.filter((e) => e.event === "chat" && e.payload?.state === "final").length;
-await until(() => finals() >= 3 && events.some((e) => e.event === "tick"), 5000);
+await until(
+  () => finals() >= 3 && events.some((e) => e.event === "tick"),
+  () => `tick and 3 final chat events (saw ${finals()} finals)`,
+);
 out.events = events;
 
 // OpenClaw's own readers over what our gateway sent: run projections and message sequences.
@@ -142,6 +163,6 @@ out.projections = events
   });
 out.historySequences = (results.history.payload?.messages ?? []).map((m) => readSessionMessageSequence(m));
 
-await client.stopAndWait({ timeoutMs: 2000 });
+await client.stopAndWait({ timeoutMs: WAIT_MS });
 clearTimeout(deadline);
 process.stdout.write(`${JSON.stringify(out)}\n`);

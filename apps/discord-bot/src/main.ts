@@ -6,6 +6,7 @@ import { createDiscordAdapter } from "@sessions/adapter-discord";
 import type { AgentRunner } from "@sessions/gateway";
 import { createGateway, createMemoryStore, createScriptedRunner, createSqliteStore } from "@sessions/gateway";
 import { createFakeDiscordApi, discordMessage } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
 
 const options = { fake: { type: "boolean" }, runner: { type: "string" } } as const;
@@ -40,7 +41,11 @@ if (fake) {
     console.log(`user → ${content}`);
   }
   const replies = () => fake.callsOf("POST", "/channels/:id/messages");
-  for (let i = 0; i < 500 && replies().length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  // Fails (after 60 s) rather than printing a conversation with replies missing.
+  await eventually(
+    () => replies().length >= 2,
+    () => `the bot's 2 replies (got ${replies().length})`,
+  );
   for (const call of replies())
     console.log(`bot → ${(call.body as { content: string }).content} (${call.path})`);
   await gateway.close(); // closes the socket it holds and gives the lease up

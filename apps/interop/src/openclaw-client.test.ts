@@ -29,10 +29,11 @@ beforeAll(async () => {
     store: createSqliteStore({ path: join(dir, "sessions.db") }),
     runner: createScriptedRunner({ agents: { main: (turn) => `echo: ${turn.text}` } }),
   });
-  server = await gateway.listen({ host: "127.0.0.1", port: 0, auth: { token: TOKEN }, tickIntervalMs: 100 });
+  // A tick a second, for the driver to see one soon (a real gateway ticks every 30 s).
+  server = await gateway.listen({ host: "127.0.0.1", port: 0, auth: { token: TOKEN }, tickIntervalMs: 1000 });
   schema = openClawSchemas();
   report = await driveOpenClawClient(server.url, TOKEN);
-}, 120_000);
+});
 
 afterAll(async () => {
   await server?.close();

@@ -42,7 +42,8 @@ export function driveOpenClawClient(url: string, token: string): Promise<DriveRe
     execFile(
       referenceNode(),
       [join(referenceDir, "drive.mjs"), url, token],
-      { cwd: referenceDir, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
+      // Above drive.mjs's own 240 s backstop, so that it reports what it was waiting for; below the hook timeout.
+      { cwd: referenceDir, timeout: 270_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error) {
           reject(new Error(`drive.mjs failed (${error.message}): ${stderr}\n${stdout}`));

@@ -13,6 +13,7 @@ import {
   createSqliteStore,
 } from "@sessions/gateway";
 import { createFakeMatrixHomeserver, matrixEvent } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { ClientEvent, createClient, SyncState } from "matrix-js-sdk";
 import { logger as sdkLogger } from "matrix-js-sdk/lib/logger.js";
 
@@ -58,9 +59,9 @@ if (fake) {
   ] as const) {
     fake.post(room, matrixEvent(name, { content: { body: text } }));
     console.log(`user → ${text}`);
-    // One at a time, so the transcript below reads in order.
+    // One at a time, so the transcript below reads in order; fails (after 60 s) if the reply never comes.
     const count = fake.sent().length;
-    for (let i = 0; i < 500 && fake.sent().length === count; i++) await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => fake.sent().length > count, `the bot's reply to "${text}"`);
   }
   for (const event of fake.sent()) console.log(`bot → ${event.content.body} (room ${event.roomId})`);
   adapter.detach();

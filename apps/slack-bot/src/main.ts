@@ -14,6 +14,7 @@ import {
   createSqliteStore,
 } from "@sessions/gateway";
 import { createFakeSlack, slackEvent } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { App, LogLevel } from "@slack/bolt";
 
 const args = process.argv.slice(2).filter((a) => a !== "--");
@@ -57,7 +58,11 @@ if (fake) {
     await fake.sendEvent(slackEvent(name, { event: { text } }));
     console.log(`user → ${text}`);
   }
-  for (let i = 0; i < 500 && fake.posted().length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  // Fails (after 60 s) rather than printing a conversation with replies missing.
+  await eventually(
+    () => fake.posted().length >= 2,
+    () => `the bot's 2 replies (got ${fake.posted().length})`,
+  );
   for (const message of fake.posted())
     console.log(`bot → ${unescapeMrkdwn(message.text)} (${message.channel})`);
   await app.stop();

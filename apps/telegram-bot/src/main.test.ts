@@ -31,7 +31,7 @@ it("exits 1 with one clear line, instead of hanging, when the Bot API rejects th
     const failed = await promisify(execFile)(process.execPath, ["--import", "tsx", join(here, "main.ts")], {
       cwd: join(here, ".."),
       env: { ...process.env, TELEGRAM_BOT_TOKEN: "999:not-the-token", TELEGRAM_API_ROOT: api.apiRoot },
-      timeout: 30_000,
+      timeout: 120_000,
     }).then(
       () => undefined,
       (error: { code: number | null; killed: boolean; stderr: string }) => error,
@@ -60,7 +60,7 @@ it("stops polling and exits 0 on SIGTERM, once the gateway holding the polling h
     },
   });
   // A bot still polling would keep the process alive: the kill below marks that as a failure.
-  const guard = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const guard = setTimeout(() => child.kill("SIGKILL"), 120_000);
   try {
     let stdout = "";
     child.stdout.on("data", (chunk) => {

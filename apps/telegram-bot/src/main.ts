@@ -13,6 +13,7 @@ import {
   type GatewayOptions,
 } from "@sessions/gateway";
 import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { Bot } from "grammy";
 
 const args = process.argv.slice(2).filter((a) => a !== "--");
@@ -64,10 +65,13 @@ if (fake) {
     fake.pushUpdate(telegramUpdate(name, { text }));
     console.log(`user → ${text}`);
   }
-  for (let i = 0; i < 500 && fake.callsOf("sendMessage").length < 2; i++)
-    await new Promise((r) => setTimeout(r, 20));
-  for (const call of fake.callsOf("sendMessage"))
-    console.log(`bot → ${call.params.text} (chat ${call.params.chat_id})`);
+  // Fails (after 60 s) rather than printing a conversation with replies missing.
+  const replies = () => fake.callsOf("sendMessage");
+  await eventually(
+    () => replies().length >= 2,
+    () => `the bot's 2 replies (got ${replies().length})`,
+  );
+  for (const call of replies()) console.log(`bot → ${call.params.text} (chat ${call.params.chat_id})`);
   await gateway.close(); // stops the polling it holds (confirming the updates handled) and gives the lease up
   await fake.close();
 } else {

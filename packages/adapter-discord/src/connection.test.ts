@@ -1,5 +1,6 @@
 import { createGateway, createMemoryStore, createScriptedRunner, type Gateway } from "@sessions/gateway";
 import { createFakeDiscordApi, discordMessage, type FakeDiscordApi } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { Client, GatewayIntentBits, Partials } from "discord.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createDiscordAdapter, type DiscordAdapter } from "./index.js";
@@ -8,14 +9,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const step of cleanups.splice(0).reverse()) await step();
 });
-
-async function until(check: () => boolean, what: string) {
-  for (let i = 0; i < 1000; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** One bot on `n` gateways sharing one store (as on one Postgres), each with its own discord.js client. */
 async function bots(api: FakeDiscordApi, n: number) {
@@ -34,7 +27,8 @@ async function bots(api: FakeDiscordApi, n: number) {
       store: { ...shared, close: async () => {} },
       runner: createScriptedRunner({ agents: {}, fallback: (turn) => `echo ${turn.text}` }),
       adapters: [adapter],
-      cluster: { leaseTtlMs: 600, recoveryIntervalMs: 100 },
+      // Long enough that no CPU stall lets the lease lapse: the socket moves because the holder gives it up on close.
+      cluster: { leaseTtlMs: 15_000, recoveryIntervalMs: 100 },
     });
     adapter.attach(gateway);
     gateway.holdConnection(adapter.connection);
@@ -53,7 +47,7 @@ describe("the Discord gateway socket held through a lease", () => {
     cleanups.push(() => api.close());
     const [a, b] = await bots(api, 2);
     if (a === undefined || b === undefined) throw new Error("two gateways expected");
-    await until(() => a.client.isReady() || b.client.isReady(), "one client ready");
+    await eventually(() => a.client.isReady() || b.client.isReady(), "one client ready");
     await new Promise((r) => setTimeout(r, 700));
     expect(api.connections).toBe(1);
     expect([a.client.isReady(), b.client.isReady()].filter(Boolean)).toHaveLength(1);
@@ -69,14 +63,14 @@ describe("the Discord gateway socket held through a lease", () => {
       channel: "discord",
       to: "channel:1300000000000000200",
     });
-    await standby.gateway.agentWait({ runId: sent.runId, timeoutMs: 5000 });
-    await until(() => api.callsOf("POST", "/channels/:id/messages").length === 1, "a REST post");
+    await standby.gateway.agentWait({ runId: sent.runId, timeoutMs: 60_000 });
+    await eventually(() => api.callsOf("POST", "/channels/:id/messages").length === 1, "a REST post");
 
     await holder.gateway.close({ drainMs: 50 });
-    await until(() => standby.client.isReady(), "the standby to log in");
+    await eventually(() => standby.client.isReady(), "the standby to log in");
     expect(api.connections).toBe(1);
     expect(api.identifies).toHaveLength(2);
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "after the move" }));
-    await until(() => api.callsOf("POST", "/channels/:id/messages").length === 2, "the reply");
+    await eventually(() => api.callsOf("POST", "/channels/:id/messages").length === 2, "the reply");
   });
 });

@@ -15,6 +15,7 @@ import {
   type FakeDiscordApi,
   telegramUpdate,
 } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
 import { Bot } from "grammy";
 import type { Update } from "grammy/types";
@@ -63,14 +64,6 @@ async function setup(agents: Record<string, ScriptedAgent>, options: Partial<Gat
   await gateway.ready;
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string) {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 const posts = () =>
   api
     .callsOf("POST", "/channels/:id/messages")
@@ -80,7 +73,7 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
   it("answers a guild channel message in the same channel, typing while the run is in progress", async () => {
     await setup({ main: (t) => `echo: ${t.text}` });
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "status please" }));
-    await until(() => posts().length === 1, "the reply");
+    await eventually(() => posts().length === 1, "the reply");
     expect(posts()[0]).toEqual({ channel: api.guild.general.id, content: "echo: status please" });
     expect(api.callsOf("POST", "/channels/:id/typing").length).toBeGreaterThan(0);
     const [row] = (await gateway.sessions.list()).sessions;
@@ -95,7 +88,7 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
   it("gives a thread its own session with the parent recorded, and replies into the thread", async () => {
     await setup({ main: (t) => `echo: ${t.text}` });
     api.dispatch("MESSAGE_CREATE", discordMessage("thread-text", { content: "in the thread" }));
-    await until(() => posts().length === 1, "the thread reply");
+    await eventually(() => posts().length === 1, "the thread reply");
     expect(posts()[0]).toEqual({ channel: api.guild.thread.id, content: "echo: in the thread" });
     const key = `agent:main:discord:channel:${api.guild.general.id}:thread:${api.guild.thread.id}`;
     expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual([key]);
@@ -106,7 +99,7 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
     api.dispatch("MESSAGE_CREATE", discordMessage("other-bot-text"));
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { author: api.botUser }));
     api.dispatch("MESSAGE_CREATE", discordMessage("dm-text", { content: "psst" }));
-    await until(() => posts().length === 1, "the DM reply");
+    await eventually(() => posts().length === 1, "the DM reply");
     expect(posts()[0]).toEqual({ channel: api.dmChannel.id, content: "echo: psst" });
     expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual(["agent:main:main"]);
   });
@@ -124,9 +117,9 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
       },
     });
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "research please" }));
-    await until(() => api.callsOf("POST", "/channels/:id/threads").length === 1, "the thread");
+    await eventually(() => api.callsOf("POST", "/channels/:id/threads").length === 1, "the thread");
     expect(api.callsOf("POST", "/channels/:id/threads")[0]?.body).toMatchObject({ name: "Answer hunt" });
-    await until(() => posts().some((p) => p.content.startsWith("Status: success")), "the announce");
+    await eventually(() => posts().some((p) => p.content.startsWith("Status: success")), "the announce");
     const announce = posts().find((p) => p.content.startsWith("Status: success"));
     const threadId = announce?.channel as string;
     expect(threadId).not.toBe(api.guild.general.id);
@@ -140,7 +133,7 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
       "MESSAGE_CREATE",
       discordMessage("thread-text", { channel_id: threadId, content: "how is it going?" }),
     );
-    await until(
+    await eventually(
       () => posts().some((p) => p.content === "child heard: how is it going?"),
       "the child's reply in the thread",
     );
@@ -152,7 +145,10 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
     // Someone archives the thread on Discord (PATCH → THREAD_UPDATE from the platform).
     const live = await client.channels.fetch(threadId);
     if (live?.isThread()) await live.setArchived(true);
-    await until(async () => (await gateway.store.listThreadBindings()).length === 0, "the binding to end");
+    await eventually(
+      async () => (await gateway.store.listThreadBindings()).length === 0,
+      "the binding to end",
+    );
   });
 
   it("unbinds an idle thread on the gateway clock and says goodbye in it", async () => {
@@ -168,11 +164,14 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
       { config: { session: { threadBindings: { idleHours: 2 } } } },
     );
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "watch the deploy" }));
-    await until(async () => (await gateway.store.listThreadBindings()).length === 1, "the binding");
+    await eventually(async () => (await gateway.store.listThreadBindings()).length === 1, "the binding");
     const [binding] = await gateway.store.listThreadBindings();
     await clock.advance(2 * 3_600_000 + 1000);
-    await until(async () => (await gateway.store.listThreadBindings()).length === 0, "the binding to expire");
-    await until(
+    await eventually(
+      async () => (await gateway.store.listThreadBindings()).length === 0,
+      "the binding to expire",
+    );
+    await eventually(
       () => posts().some((p) => p.channel === binding?.threadId && p.content.includes("no longer connected")),
       "the farewell",
     );
@@ -186,7 +185,7 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
     try {
       api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "x".repeat(300 * 1024) }));
       api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "still here?" }));
-      await until(() => posts().length === 1, "the reply to the second message");
+      await eventually(() => posts().length === 1, "the reply to the second message");
       expect(posts()[0]?.content).toBe("echo: still here");
       expect(crashes).toEqual([]);
     } finally {
@@ -203,7 +202,7 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
       },
     });
     api.dispatch("MESSAGE_CREATE", discordMessage("thread-text", { content: "spawn from the thread" }));
-    await until(() => api.callsOf("POST", "/channels/:id/threads").length === 1, "the new thread");
+    await eventually(() => api.callsOf("POST", "/channels/:id/threads").length === 1, "the new thread");
     expect(api.callsOf("POST", "/channels/:id/threads")[0]?.path).toBe(
       `/channels/${api.guild.general.id}/threads`,
     );
@@ -221,7 +220,7 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
       },
     );
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text"));
-    await until(
+    await eventually(
       async () => (await gateway.deliveries.list()).deliveries[0]?.status === "suppressed",
       "the suppressed receipt",
     );
@@ -255,9 +254,9 @@ describe("Discord adapter through real discord.js against a fake Discord API", (
     telegram.attach(gateway);
     await gateway.ready;
     api.dispatch("MESSAGE_CREATE", discordMessage("dm-text", { content: "from discord" }));
-    await until(() => posts().some((p) => p.content === "seen 1 message(s)"), "the Discord reply");
+    await eventually(() => posts().some((p) => p.content === "seen 1 message(s)"), "the Discord reply");
     await bot.handleUpdate(telegramUpdate("private-text", { text: "from telegram" }) as unknown as Update);
-    await until(
+    await eventually(
       () => tgApi.callsOf("sendMessage").some((c) => c.params.text === "seen 2 message(s)"),
       "the Telegram reply",
     );

@@ -26,7 +26,8 @@ describe("the Matrix sync held through a lease", () => {
         store: { ...shared, close: async () => {} },
         runner: createScriptedRunner({ agents: {}, fallback: (turn) => `echo: ${turn.text}` }),
         adapters: [adapter],
-        cluster: { leaseTtlMs: 600, recoveryIntervalMs: 100 },
+        // Long enough that no CPU stall lets the lease lapse: the sync moves because the holder gives it up on close.
+        cluster: { leaseTtlMs: 15_000, recoveryIntervalMs: 100 },
       });
       adapter.attach(gateway);
       gateway.holdConnection(adapter.connection);

@@ -8,6 +8,7 @@ import {
   type HeldConnection,
 } from "@sessions/gateway";
 import { createFakeTelegramApi, type FakeTelegramApi, telegramUpdate } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { Bot } from "grammy";
 import { afterEach, describe, expect, it } from "vitest";
 import { createTelegramAdapter } from "./index.js";
@@ -16,14 +17,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const step of cleanups.splice(0).reverse()) await step();
 });
-
-async function until(check: () => boolean, what: string) {
-  for (let i = 0; i < 2000; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Collects what the gateway and the adapter log, as `level message {fields}` lines. */
 function recordingLogger(lines: string[]): Logger {
@@ -83,7 +76,7 @@ async function bots(api: FakeTelegramApi, n: number, log: string[] = []) {
     const held = gateway.holdConnection(adapter.connection);
     cleanups.push(() => gateway.close({ drainMs: 50 }));
     // One after the other, so the first one holds the bot.
-    if (i === 0) await until(() => held.held, "the first gateway to poll");
+    if (i === 0) await eventually(() => held.held, "the first gateway to poll");
     out.push({ gateway, held, polls });
   }
   return { gateways: out, clock, store: shared };
@@ -105,7 +98,7 @@ describe("Telegram polling held through a lease, when grammY gives up polling", 
     // A answers m1; its next poll meets a newer poller on the token: 409, and grammY stops polling for good.
     api.failNext("getUpdates", 1, CONFLICT);
     api.pushUpdate(telegramUpdate("private-text", { text: "m1" }));
-    await until(() => b.held.held, "the other gateway to take the bot over");
+    await eventually(() => b.held.held, "the other gateway to take the bot over");
     const movedAt = Date.now();
     expect(a.held.held).toBe(false);
     expect(log.filter((line) => line.startsWith("warn connection lost"))).toEqual([
@@ -114,7 +107,7 @@ describe("Telegram polling held through a lease, when grammY gives up polling", 
 
     // B polls from now on (m1, unconfirmed by A's failed poll, comes again to B and is not answered again).
     api.pushUpdate(telegramUpdate("private-text", { text: "m2" }));
-    await until(() => answered(api).length === 2, "the answer to m2");
+    await eventually(() => answered(api).length === 2, "the answer to m2");
     await new Promise((r) => setTimeout(r, 300));
     expect(answered(api)).toEqual(["echo m1", "echo m2"]);
     expect(b.polls.length).toBeGreaterThan(0);
@@ -134,7 +127,7 @@ describe("Telegram polling held through a lease, when grammY gives up polling", 
 
     api.failNext("getUpdates", 1, UNAUTHORIZED);
     api.pushUpdate(telegramUpdate("private-text", { text: "before" }));
-    await until(() => !alone.held.held, "the polling to stop");
+    await eventually(() => !alone.held.held, "the polling to stop");
     expect(log).toContainEqual(expect.stringMatching(/^error telegram polling stopped .*401/));
     expect(log).toContainEqual(expect.stringMatching(/^warn connection lost; giving the lease back .*401/));
     expect(await store.getLease(alone.held.lease)).toBeUndefined();
@@ -144,9 +137,9 @@ describe("Telegram polling held through a lease, when grammY gives up polling", 
     await new Promise((r) => setTimeout(r, 500));
     expect(alone.polls.filter((at) => at > stoppedAt)).toEqual([]);
     await clock.advance(30_000);
-    await until(() => alone.held.held, "polling again");
+    await eventually(() => alone.held.held, "polling again");
     api.pushUpdate(telegramUpdate("private-text", { text: "after" }));
-    await until(() => answered(api).includes("echo after"), "the answer after the pause");
+    await eventually(() => answered(api).includes("echo after"), "the answer after the pause");
     expect(answered(api)).toEqual(["echo before", "echo after"]);
   });
 });

@@ -8,6 +8,7 @@ import {
   type ScriptedAgent,
 } from "@sessions/gateway";
 import { createFakeTelegramApi, type FakeTelegramApi, telegramUpdate } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
 import { Bot } from "grammy";
 import type { Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
@@ -49,21 +50,13 @@ async function feed(update: Record<string, unknown>) {
   await bot.handleUpdate(update as unknown as Update);
 }
 
-async function until(check: () => boolean, what: string) {
-  for (let i = 0; i < 400; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 const sent = () => api.callsOf("sendMessage").map((c) => c.params);
 
 describe("Telegram adapter through real grammY against a fake Bot API", () => {
   it("answers a group message in the same chat, with typing while the run is in progress", async () => {
     await setup({ main: (t) => `echo: ${t.text}` });
     await feed(telegramUpdate("group-text"));
-    await until(() => sent().length === 1, "the reply");
+    await eventually(() => sent().length === 1, "the reply");
     expect(sent()[0]).toMatchObject({ chat_id: "-100200300400", text: "echo: status please" });
     expect(sent()[0]).not.toHaveProperty("message_thread_id");
     expect(api.callsOf("sendChatAction")[0]?.params).toMatchObject({
@@ -81,18 +74,18 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
   it("gives a forum topic its own session and replies into the topic; the General topic gets no thread id", async () => {
     await setup({ main: (t) => `echo: ${t.text}` });
     await feed(telegramUpdate("forum-topic-text"));
-    await until(() => sent().length === 1, "the topic reply");
+    await eventually(() => sent().length === 1, "the topic reply");
     expect(sent()[0]).toMatchObject({ chat_id: "-100900800700", message_thread_id: 77 });
     expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toContain(
       "agent:main:telegram:group:-100900800700:topic:77",
     );
 
     await feed(telegramUpdate("forum-general-text"));
-    await until(() => sent().length === 2, "the General reply");
+    await eventually(() => sent().length === 2, "the General reply");
     expect(sent()[1]).toMatchObject({ chat_id: "-100900800700", text: "echo: hello general" });
     expect(sent()[1]).not.toHaveProperty("message_thread_id");
     await feed(telegramUpdate("forum-general-text", { message_thread_id: 1, is_topic_message: false }));
-    await until(() => sent().length === 3, "the second General reply");
+    await eventually(() => sent().length === 3, "the second General reply");
     expect(sent()[2]).not.toHaveProperty("message_thread_id");
     // Delivering to topic 1 (General) must omit the thread id, or Telegram rejects the message.
     await adapter.deliver(
@@ -113,7 +106,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
   it("does not turn reply chains in ordinary groups into topics, and ignores bots", async () => {
     await setup({ main: (t) => `echo: ${t.text}` });
     await feed(telegramUpdate("group-reply-chain"));
-    await until(() => sent().length === 1, "the reply");
+    await eventually(() => sent().length === 1, "the reply");
     expect(sent()[0]).not.toHaveProperty("message_thread_id");
     expect((await gateway.sessions.list()).sessions.map((s) => s.key)).toEqual([
       "agent:main:telegram:group:-100200300400",
@@ -131,14 +124,13 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
       adapter.resolveInbound(telegramUpdate("private-text").message as never) as never,
     );
     await gateway.agentWait({ runId: runId as string });
-    await until(() => sent().length === 3, "three chunks");
+    await eventually(() => sent().length === 3, "three chunks");
     for (const params of sent()) expect(String(params.text).length).toBeLessThanOrEqual(4096);
     // The receipt is written once the adapter returns, a moment after the last chunk reached the platform.
-    let receipt: Awaited<ReturnType<typeof gateway.deliveries.list>>["deliveries"][number] | undefined;
-    for (let i = 0; i < 200 && receipt?.status !== "delivered"; i++) {
-      [receipt] = (await gateway.deliveries.list({ runId: runId as string })).deliveries;
-      if (receipt?.status !== "delivered") await new Promise((r) => setTimeout(r, 5));
-    }
+    const receipt = await eventually(async () => {
+      const [row] = (await gateway.deliveries.list({ runId: runId as string })).deliveries;
+      return row?.status === "delivered" && row;
+    }, "the delivered receipt");
     expect(receipt).toMatchObject({
       status: "delivered",
       receipt: expect.arrayContaining([expect.any(String)]),
@@ -162,20 +154,22 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
       return original(...args);
     }) as typeof original;
     await feed(telegramUpdate("private-text"));
-    await until(() => api.callsOf("sendMessage").length === 2, "the first chunk and the rate-limited one");
+    await eventually(
+      () => api.callsOf("sendMessage").length === 2,
+      "the first chunk and the rate-limited one",
+    );
     const runId = (await gateway.deliveries.list()).deliveries[0]?.runId as string;
     // The failed attempt is recorded a moment after the platform answered 429.
-    let queued: Awaited<ReturnType<typeof gateway.deliveries.list>>["deliveries"][number] | undefined;
-    for (let i = 0; i < 200 && queued?.attempts !== 1; i++) {
-      [queued] = (await gateway.deliveries.list({ runId })).deliveries;
-      if (queued?.attempts !== 1) await new Promise((r) => setTimeout(r, 5));
-    }
+    const queued = await eventually(async () => {
+      const [row] = (await gateway.deliveries.list({ runId })).deliveries;
+      return row?.attempts === 1 && row;
+    }, "the failed attempt recorded");
     expect(queued).toMatchObject({ status: "queued", attempts: 1 });
     expect(queued?.lastError).toContain("rate limit");
     await clock.advance(6000);
     expect(api.callsOf("sendMessage")).toHaveLength(2);
     await clock.advance(1500);
-    await until(() => api.callsOf("sendMessage").length === 3, "the retry");
+    await eventually(() => api.callsOf("sendMessage").length === 3, "the retry");
     const texts = api.callsOf("sendMessage").map((c) => String(c.params.text)[0]);
     expect(texts).toEqual(["a", "b", "b"]);
   });
@@ -193,18 +187,18 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
       },
     });
     await feed(telegramUpdate("forum-general-text", { text: "research please" }));
-    await until(() => api.callsOf("createForumTopic").length === 1, "the topic");
+    await eventually(() => api.callsOf("createForumTopic").length === 1, "the topic");
     expect(api.callsOf("createForumTopic")[0]?.params).toMatchObject({
       chat_id: "-100900800700",
       name: "Papers run",
     });
-    await until(() => sent().some((p) => String(p.text).startsWith("Status: success")), "the announce");
+    await eventually(() => sent().some((p) => String(p.text).startsWith("Status: success")), "the announce");
     const announce = sent().find((p) => String(p.text).startsWith("Status: success"));
     expect(announce).toMatchObject({ chat_id: "-100900800700", message_thread_id: 500 });
     // A user writing in the new topic reaches the sub-agent's session, and its reply stays in the topic.
     const before = sent().length;
     await feed(telegramUpdate("forum-topic-text", { text: "how is it going?", message_thread_id: 500 }));
-    await until(() => sent().length === before + 1, "the child's reply");
+    await eventually(() => sent().length === before + 1, "the child's reply");
     expect(sent()[before]).toMatchObject({ chat_id: "-100900800700", message_thread_id: 500, text: "ok" });
     const child = (await gateway.store.listThreadBindings())[0]?.sessionKey as string;
     expect(child).toMatch(/^agent:main:subagent:/);
@@ -225,7 +219,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
       },
     });
     await feed(telegramUpdate("forum-topic-text", { text: "research please" }));
-    await until(() => sent().some((p) => String(p.text).startsWith("Status: success")), "the announce");
+    await eventually(() => sent().some((p) => String(p.text).startsWith("Status: success")), "the announce");
     expect(api.callsOf("createForumTopic")).toHaveLength(0);
     // Intro, the parent's reply and the announce: all in topic 77, none in General or a new topic.
     for (const params of sent())
@@ -238,7 +232,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     // The topic now talks to the sub-agent.
     const before = sent().length;
     await feed(telegramUpdate("forum-topic-text", { text: "how is it going?" }));
-    await until(() => sent().length === before + 1, "the child's reply");
+    await eventually(() => sent().length === before + 1, "the child's reply");
     const history = await gateway.chat.history({ sessionKey: binding?.sessionKey as string });
     expect(history.messages.some((m) => m.content === "how is it going?")).toBe(true);
   });
@@ -252,7 +246,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
       },
     });
     await feed(telegramUpdate("forum-general-text", { text: "research", message_thread_id: 1 }));
-    await until(() => api.callsOf("createForumTopic").length === 1, "the new topic");
+    await eventually(() => api.callsOf("createForumTopic").length === 1, "the new topic");
   });
 
   it("ignores channel posts with a log line", async () => {
@@ -313,7 +307,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
       },
     });
     await feed(telegramUpdate("group-text", { text: "spawn" }));
-    for (let i = 0; i < 200 && spawned === undefined; i++) await new Promise((r) => setTimeout(r, 5));
+    await eventually(() => spawned !== undefined, "the sessions_spawn result");
     expect(spawned).toMatchObject({
       status: "error",
       code: "thread_unavailable",
@@ -336,11 +330,10 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
       },
     );
     await feed(telegramUpdate("group-text"));
-    for (let i = 0; i < 100; i++) {
-      const [d] = (await gateway.deliveries.list()).deliveries;
-      if (d?.status === "suppressed") break;
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await eventually(
+      async () => (await gateway.deliveries.list()).deliveries[0]?.status === "suppressed",
+      "the suppressed receipt",
+    );
     expect((await gateway.deliveries.list()).deliveries[0]).toMatchObject({
       status: "suppressed",
       lastError: expect.stringContaining("rules[0]"),
@@ -352,7 +345,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     await setup({ main: (t) => `echo: ${t.text.slice(0, 10)}` });
     await feed(telegramUpdate("group-text", { text: "x".repeat(300 * 1024) }));
     await feed(telegramUpdate("group-text", { text: "still here?" }));
-    await until(() => sent().length === 1, "the reply to the second message");
+    await eventually(() => sent().length === 1, "the reply to the second message");
     expect(sent()[0]?.text).toBe("echo: still here");
   });
 
@@ -360,7 +353,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
     await setup({ main: (t) => `echo: ${t.text}` }, {}, { ownerIds: [424242] });
     bot.start({ drop_pending_updates: false });
     api.pushUpdate(telegramUpdate("group-text", { text: "/send off" }));
-    await until(() => sent().length === 1, "the refusal");
+    await eventually(() => sent().length === 1, "the refusal");
     expect(sent()[0]?.text).toBe("Only the owner can change this session's send policy.");
     api.pushUpdate(
       telegramUpdate("group-text", {
@@ -368,7 +361,7 @@ describe("Telegram adapter through real grammY against a fake Bot API", () => {
         from: { id: 424242, is_bot: false, first_name: "Alice" },
       }),
     );
-    await until(() => sent().length === 2, "the confirmation");
+    await eventually(() => sent().length === 2, "the confirmation");
     expect(sent()[1]?.text).toBe("Send policy: off for this session.");
   });
 });

@@ -14,7 +14,7 @@ async function failing(args: string[], env: Record<string, string> = {}) {
     await run(process.execPath, ["--import", "tsx", cli, ...args], {
       cwd: here,
       env: { ...process.env, SESSIONS_GATEWAY_STORE: "", ...env },
-      timeout: 30_000,
+      timeout: 120_000,
     });
   } catch (error) {
     const { code, stderr } = error as { code: number; stderr: string };

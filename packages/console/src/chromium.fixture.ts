@@ -11,7 +11,8 @@ import { type Browser, type Page, chromium as playwright } from "playwright-core
  */
 export async function launchChromium(): Promise<Browser> {
   const executablePath = process.env.SESSIONS_CHROMIUM || (await shippedChromium());
-  return playwright.launch({ executablePath, args: ["--no-sandbox"] });
+  // A bound against a hang, far above a launch on a busy machine (Playwright's own is 30 s).
+  return playwright.launch({ executablePath, args: ["--no-sandbox"], timeout: 120_000 });
 }
 
 const LOCK = join(tmpdir(), "sessions-chromium.lock");
@@ -61,13 +62,16 @@ function runs(path: string): boolean {
   }
 }
 
-/** A page in a fresh browser context (its own storage: another visitor), failing fast rather than at 30 s. */
+/**
+ * A page in a fresh browser context (its own storage: another visitor). Every wait, click, fill and navigation
+ * of it waits for its condition up to 120 s: a bound against a hang, never a budget a busy machine misses.
+ */
 export async function freshPage(
   browser: Browser,
   viewport: { width: number; height: number } = { width: 1280, height: 900 },
 ): Promise<Page> {
   const page = await browser.newPage({ viewport });
-  page.setDefaultTimeout(10_000);
+  page.setDefaultTimeout(120_000);
   return page;
 }
 

@@ -121,7 +121,7 @@ describe("operating a gateway from the console in Chromium", () => {
     await card.getByRole("button", { name: "Abort run", exact: true }).click();
     await expect.poll(() => page.locator(".tag.state-aborted").count()).toBe(2);
     await expect(
-      (await demo.gateway.call("agent.wait", { runId: "slow-2", timeoutMs: 5000 })) as object,
+      (await demo.gateway.call("agent.wait", { runId: "slow-2", timeoutMs: 60_000 })) as object,
     ).toMatchObject({
       status: "error",
     });
@@ -135,7 +135,7 @@ describe("operating a gateway from the console in Chromium", () => {
     // A reply whose delivery waits on the platform: pending, then delivered when the platform answers.
     await demo.gateway.receive(demoRoom("held", "first"));
     // (New and retrying deliveries reach an open outbox within a second; ended ones at once, by event.)
-    await expect.poll(() => tag(held), { timeout: 5000 }).toBe("pending");
+    await expect.poll(() => tag(held)).toBe("pending");
     await expect(held.textContent()).resolves.toContain("attempts 0");
     demo.held.gate.release();
     await expect.poll(() => tag(held)).toBe("delivered");
@@ -145,7 +145,7 @@ describe("operating a gateway from the console in Chromium", () => {
     demo.held.fails = 1;
     await demo.gateway.receive(demoRoom("held", "second"));
     const second = page.locator("li.card").filter({ hasText: "You said: second" });
-    await expect.poll(() => tag(second), { timeout: 5000 }).toBe("retrying");
+    await expect.poll(() => tag(second)).toBe("retrying");
     await expect(second.textContent()).resolves.toMatch(/attempts 1 · next at/);
     await expect(second.locator(".reason").textContent()).resolves.toBe("the #held room is busy");
     demo.held.gate.release();

@@ -9,6 +9,7 @@ import {
   type ListenOptions,
   type ScriptedAgent,
 } from "@sessions/gateway";
+import { eventually } from "@sessions/testing/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import {
@@ -89,14 +90,11 @@ async function rawSocket(url: string) {
     ws.once("error", reject);
   });
   cleanups.push(() => ws.terminate());
-  const next = async (predicate: (f: Record<string, unknown>) => boolean) => {
-    for (let i = 0; i < 500; i++) {
-      const found = frames.find(predicate);
-      if (found) return found;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    throw new Error(`no matching frame; got ${JSON.stringify(frames)}`);
-  };
+  const next = (predicate: (f: Record<string, unknown>) => boolean) =>
+    eventually(
+      () => frames.find(predicate) ?? false,
+      () => `a matching frame (got ${JSON.stringify(frames)})`,
+    );
   return {
     ws,
     frames,
@@ -126,14 +124,6 @@ async function rawSocket(url: string) {
     },
   };
 }
-
-const until = async (check: () => boolean | Promise<boolean>, what: string) => {
-  for (let i = 0; i < 1000; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 describe("handshake and auth", () => {
   it("answers the challenge with hello-ok: methods, events, limits and session defaults", async () => {
@@ -170,7 +160,7 @@ describe("handshake and auth", () => {
       ok: false,
       error: { code: "INVALID_REQUEST", details: { code: "AUTH_TOKEN_MISMATCH" } },
     });
-    await until(() => raw.closed() !== undefined, "close");
+    await eventually(() => raw.closed() !== undefined, "close");
     expect(raw.closed()?.code).toBe(1008);
 
     const client = connect(server.url, { token: "nope" });
@@ -182,7 +172,7 @@ describe("handshake and auth", () => {
       detailsCode: "AUTH_TOKEN_MISMATCH",
     });
     expect(SessionsError.isInstance(error)).toBe(true);
-    await until(() => client.state === "closed", "client to give up");
+    await eventually(() => client.state === "closed", "client to give up");
   });
 
   it("refuses an unsupported protocol range and requests before connect", async () => {
@@ -296,7 +286,7 @@ describe("every method over the wire", () => {
       deleted: true,
       archived: [],
     });
-    await until(() => changed.length >= 3, "sessions.changed events");
+    await eventually(() => changed.length >= 3, "sessions.changed events");
     expect(changed).toContainEqual({ key: "agent:main:main", reason: "deleted" });
     expect(await gateway.store.getEntry("agent:main:main")).toBeUndefined();
   });
@@ -400,7 +390,7 @@ describe("bad frames", () => {
     const { server } = await startGateway();
     const raw = await rawSocket(server.url);
     raw.send({ type: "req", id: "big", method: "connect", params: { pad: "x".repeat(70 * 1024) } });
-    await until(() => raw.closed() !== undefined, "close");
+    await eventually(() => raw.closed() !== undefined, "close");
     expect(raw.closed()?.code).toBe(1009);
     expect(
       raw.frames.some(
@@ -424,9 +414,9 @@ describe("resilience", () => {
     await client.ready();
     const { runId } = await client.agent({ message: "work", idempotencyKey: "w-1" });
     const waiting = client.waitRun(runId);
-    await until(() => release.size === 1, "run to start");
+    await eventually(() => release.size === 1, "run to start");
     proxy.cut();
-    await until(() => client.state !== "connected", "disconnect");
+    await eventually(() => client.state !== "connected", "disconnect");
     release.open("run");
     await expect(waiting).resolves.toMatchObject({ runId, status: "ok", reply: "finished" });
     expect(client.state).toBe("connected");
@@ -445,7 +435,7 @@ describe("resilience", () => {
     await client.ready();
     proxy.freeze(true);
     const first = client.chat.send({ sessionKey: "main", message: "once", idempotencyKey: "idem-1" });
-    await until(
+    await eventually(
       async () => (await gateway.store.readMessages("agent:main:main", { limit: 5 })).length === 1,
       "the send to arrive",
     );
@@ -475,7 +465,7 @@ describe("resilience", () => {
     const disconnects: unknown[] = [];
     client.on("disconnected", (p) => disconnects.push(p));
     proxy.freeze(true);
-    await until(() => disconnects.length > 0, "the watchdog");
+    await eventually(() => disconnects.length > 0, "the watchdog");
     expect(disconnects[0]).toMatchObject({ code: 4000 });
     proxy.freeze(false);
     await client.ready();
@@ -483,7 +473,7 @@ describe("resilience", () => {
     const changed: unknown[] = [];
     client.on("sessions.changed", (p) => changed.push(p));
     await gateway.agent({ message: "hi", idempotencyKey: "after" });
-    await until(() => changed.length > 0, "sessions.changed after reconnect");
+    await eventually(() => changed.length > 0, "sessions.changed after reconnect");
   });
 
   it("holds 1,000 concurrent waits on one connection with bounded memory", async () => {
@@ -504,7 +494,7 @@ describe("resilience", () => {
     globalThis.gc?.();
     const before = process.memoryUsage().heapUsed;
     const waits = runs.map((r) => client.waitRun(r.runId));
-    await until(() => release.size === 1000, "all runs to start");
+    await eventually(() => release.size === 1000, "all runs to start");
     const during = process.memoryUsage().heapUsed;
     release.openAll();
     const results = await Promise.all(waits);
@@ -531,7 +521,7 @@ describe("resilience", () => {
         sessionKey: `agent:main:f${i % 20}`,
       });
     }
-    await until(() => server.connections() === 1, "the slow consumer to be dropped");
+    await eventually(() => server.connections() === 1, "the slow consumer to be dropped");
     expect(await healthy.agents.list()).toMatchObject({ defaultId: "main" });
   });
 
@@ -543,7 +533,7 @@ describe("resilience", () => {
     client.on("shutdown", (p) => shutdowns.push(p));
     await server.close({ reason: "upgrade", restartExpectedMs: 50 });
     expect(shutdowns).toEqual([{ reason: "upgrade", restartExpectedMs: 50 }]);
-    await until(() => client.state === "reconnecting", "reconnecting");
+    await eventually(() => client.state === "reconnecting", "reconnecting");
   });
 });
 
@@ -586,7 +576,7 @@ describe("client against a scripted fake server", () => {
     const gaps: unknown[] = [];
     const client = connect(url, { onGap: (gap) => gaps.push(gap) });
     await client.ready();
-    await until(() => gaps.length === 1, "the gap");
+    await eventually(() => gaps.length === 1, "the gap");
     expect(gaps).toEqual([{ reason: "seq", expected: 3, received: 5 }]);
   });
 

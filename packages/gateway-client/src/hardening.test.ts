@@ -6,6 +6,7 @@ import {
   type GatewayServer,
   type ListenOptions,
 } from "@sessions/gateway";
+import { eventually } from "@sessions/testing/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { createGatewayClient, type GatewayClient, type GatewayClientOptions } from "./index.js";
@@ -60,9 +61,8 @@ async function raw(url: string, options: { origin?: string } = {}) {
     ws.once("open", () => resolve(true));
     ws.once("error", () => resolve(false));
   });
-  const wait = async (predicate: () => boolean) => {
-    for (let i = 0; i < 400 && !predicate(); i++) await new Promise((r) => setTimeout(r, 5));
-  };
+  const wait = (predicate: () => boolean, what: string) =>
+    eventually(predicate, () => `${what} (frames ${JSON.stringify(frames)}, close code ${closed})`);
   return {
     ws,
     opened,
@@ -71,11 +71,11 @@ async function raw(url: string, options: { origin?: string } = {}) {
     wait,
     send: (v: unknown) => ws.send(typeof v === "string" ? v : JSON.stringify(v)),
     async response(id: string) {
-      await wait(() => frames.some((f) => f.id === id));
+      await wait(() => frames.some((f) => f.id === id), `a response to ${id}`);
       return frames.find((f) => f.id === id);
     },
     async connect(scopes: string[], token = "t") {
-      await wait(() => frames.length > 0);
+      await wait(() => frames.length > 0, "the connect challenge");
       ws.send(
         JSON.stringify({
           type: "req",
@@ -90,7 +90,7 @@ async function raw(url: string, options: { origin?: string } = {}) {
           },
         }),
       );
-      await wait(() => frames.some((f) => f.id === "c"));
+      await wait(() => frames.some((f) => f.id === "c"), "the connect response");
       return frames.find((f) => f.id === "c");
     },
   };
@@ -167,11 +167,11 @@ describe("server hardening", () => {
   it("closes sockets that never connect or only send garbage, and refuses browser origins without a token", async () => {
     const { server } = await start({ auth: "none", connectTimeoutMs: 100 });
     const idle = await raw(server.url);
-    await idle.wait(() => idle.closed() !== undefined);
+    await idle.wait(() => idle.closed() !== undefined, "the idle socket closed");
     expect(idle.closed()).toBe(1008);
     const noisy = await raw(server.url);
     for (let i = 0; i < 3; i++) noisy.send("{not json");
-    await noisy.wait(() => noisy.closed() !== undefined);
+    await noisy.wait(() => noisy.closed() !== undefined, "the noisy socket closed");
     expect(noisy.closed()).toBe(1008);
     const page = await raw(server.url, { origin: "https://evil.example" });
     expect(page.opened).toBe(false);
@@ -233,7 +233,8 @@ describe("client hardening", () => {
     const c = client("ws://127.0.0.1:9", { reconnect: { initialDelayMs: 50, maxDelayMs: 50 } });
     const started = Date.now();
     expect(await c.waitRun("r1", { timeoutMs: 200 })).toEqual({ runId: "r1", status: "timeout" });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // A bound against waiting for a gateway that never comes back, not a budget (a busy machine may stall seconds).
+    expect(Date.now() - started).toBeLessThan(60_000);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 50);
     await expect(c.waitRun("r1", { signal: controller.signal })).rejects.toMatchObject({ code: "aborted" });

@@ -1,3 +1,4 @@
+import { eventually } from "@sessions/testing/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import { type FakeOpenClawGateway, startFakeOpenClawGateway } from "./fake-openclaw-gateway.js";
 import { chatMessageText, createGatewayClient, type GatewayClient, type RunStreamItem } from "./index.js";
@@ -15,11 +16,6 @@ async function setup(): Promise<{ fake: FakeOpenClawGateway; client: GatewayClie
   cleanups.push(() => client.close());
   await client.ready();
   return { fake, client };
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!condition()) throw new Error(`timed out waiting for ${what}`);
 }
 
 const event = (runId: string, seq: number, state: string, extra: Record<string, unknown> = {}) => ({
@@ -42,13 +38,13 @@ describe("our client against an OpenClaw-shaped gateway", () => {
       ended = true;
     })();
     // The stream asked whether the run had already ended; now the run's events come.
-    await until(() => fake.requests.some((r) => r.method === "agent.wait"), "the stream to start");
+    await eventually(() => fake.requests.some((r) => r.method === "agent.wait"), "the stream to start");
     fake.chat(event(runId, 0, "status", { phase: "preparing_context" }));
     fake.chat(event(runId, 1, "status", { phase: "starting_model" }));
     fake.chat(event(runId, 2, "thinking-hard"));
     fake.chat(event(runId, 3, "delta", { deltaText: "hel" }));
     fake.chat(event("another-run", 0, "final"));
-    await until(() => items.length === 4, "four events of this run");
+    await eventually(() => items.length === 4, "four events of this run");
     expect(ended).toBe(false);
     fake.chat(
       event(runId, 4, "final", {
@@ -70,7 +66,7 @@ describe("our client against an OpenClaw-shaped gateway", () => {
       const reading = (async () => {
         for await (const item of client.streamRun(runId)) items.push(item);
       })();
-      await until(
+      await eventually(
         () => fake.requests.some((r) => r.method === "agent.wait" && r.params.runId === runId),
         `the ${state} stream to start`,
       );

@@ -32,7 +32,7 @@ beforeAll(async () => {
   });
   client = createGatewayClient({ url: `ws://127.0.0.1:${port}`, token: "two" });
   await client.ready();
-}, 30_000);
+});
 
 afterAll(async () => {
   await client?.close();
@@ -52,7 +52,7 @@ describe("two processes over the wire", () => {
     await call("sessions.subscribe", () => client.sessions.subscribe());
     const started = await call("agent", () => client.agent({ message: "one", idempotencyKey: "p-1" }));
     expect(
-      await call("agent.wait", () => client.agentWait({ runId: started.runId, timeoutMs: 10_000 })),
+      await call("agent.wait", () => client.agentWait({ runId: started.runId, timeoutMs: 60_000 })),
     ).toMatchObject({ status: "ok", reply: "echo: one" });
     const sent = await call("chat.send", () =>
       client.chat.send({ sessionKey: "main", message: "two", idempotencyKey: "p-2" }),

@@ -72,5 +72,5 @@ describe("a gateway process killed with SIGKILL and restarted", () => {
     } finally {
       await client.close();
     }
-  }, 60_000);
+  });
 });

@@ -9,6 +9,7 @@ import {
   type ListenOptions,
   type ScriptedAgent,
 } from "@sessions/gateway";
+import { eventually } from "@sessions/testing/eventually";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   createGatewayClient,
@@ -21,14 +22,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn();
 });
-
-const until = async (check: () => boolean, what: string) => {
-  for (let i = 0; i < 1000; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 /** A chat platform that accepts everything (the outside world). */
 const chatChannel: ChannelAdapterV1 = {
@@ -95,7 +88,7 @@ describe("run events go to the connections that asked", () => {
     const a = await connect(server.url);
     const b = await connect(server.url);
     const { runId } = await a.client.chat.send({ sessionKey: "main", message: "one", idempotencyKey: "a-1" });
-    await until(() => a.finalOf(runId), "the starter's final event");
+    await eventually(() => a.finalOf(runId), "the starter's final event");
     expect(a.chat(runId).map((c) => c.state)).toEqual(["delta", "final"]);
     expect(a.agent(runId).map((e) => e.stream)).toEqual(["lifecycle", "assistant", "lifecycle"]);
     await b.settle();
@@ -112,8 +105,8 @@ describe("run events go to the connections that asked", () => {
     });
     const there = await a.client.chat.send({ sessionKey: "main", message: "x", idempotencyKey: "m-1" });
     const elsewhere = await a.client.agent({ sessionKey: "other", message: "y", idempotencyKey: "o-1" });
-    await until(() => a.finalOf(there.runId) && a.finalOf(elsewhere.runId), "both runs");
-    await until(() => b.finalOf(there.runId), "the subscriber's final event");
+    await eventually(() => a.finalOf(there.runId) && a.finalOf(elsewhere.runId), "both runs");
+    await eventually(() => b.finalOf(there.runId), "the subscriber's final event");
     await b.settle();
     expect(b.agent(there.runId).length).toBe(3);
     expect([...b.chat(elsewhere.runId), ...b.agent(elsewhere.runId)]).toEqual([]);
@@ -121,7 +114,7 @@ describe("run events go to the connections that asked", () => {
 
     await b.client.sessions.unsubscribe({ keys: ["main"] });
     const after = await a.client.chat.send({ sessionKey: "main", message: "z", idempotencyKey: "m-2" });
-    await until(() => a.finalOf(after.runId), "the third run");
+    await eventually(() => a.finalOf(after.runId), "the third run");
     await b.settle();
     expect(b.chat(after.runId)).toEqual([]);
   });
@@ -136,7 +129,7 @@ describe("run events go to the connections that asked", () => {
     const one = await a.client.chat.send({ sessionKey: "s1", message: "x", idempotencyKey: "x-1" });
     const two = await gateway.agent({ sessionKey: "s2", message: "y", idempotencyKey: "y-1" });
     for (const c of [all, legacy]) {
-      await until(() => c.finalOf(one.runId) && c.finalOf(two.runId), "both runs");
+      await eventually(() => c.finalOf(one.runId) && c.finalOf(two.runId), "both runs");
       expect(c.agent(two.runId)[0]).toMatchObject({ stream: "lifecycle", data: { phase: "start" } });
       expect(new Set(c.changed().map((e) => e.key))).toEqual(new Set(["agent:main:s1", "agent:main:s2"]));
     }
@@ -150,7 +143,7 @@ describe("run events go to the connections that asked", () => {
     await expect(bot.client.sessions.subscribe()).rejects.toMatchObject({ detailsCode: "MISSING_SCOPE" });
     const a = await connect(server.url);
     const { runId } = await a.client.chat.send({ sessionKey: "main", message: "x", idempotencyKey: "b-1" });
-    await until(() => a.finalOf(runId), "the run");
+    await eventually(() => a.finalOf(runId), "the run");
     await bot.client.callTool({ requesterKey: "main", name: "agents_list", params: {} });
     expect([...bot.chat(), ...bot.agent(), ...bot.changed(), ...bot.deliveries()]).toEqual([]);
   });
@@ -163,7 +156,7 @@ describe("run events go to the connections that asked", () => {
         i % 2 === 0
           ? await a.client.chat.send({ sessionKey: `s${i % 5}`, message: "go", idempotencyKey: `i-${i}` })
           : await a.client.agent({ sessionKey: `s${i % 5}`, message: "go", idempotencyKey: `i-${i}` });
-      await until(() => a.finalOf(started.runId), `run ${i}'s final event`);
+      await eventually(() => a.finalOf(started.runId), `run ${i}'s final event`);
       expect(a.agent(started.runId)[0]).toMatchObject({ stream: "lifecycle", data: { phase: "start" } });
     }
   });
@@ -181,11 +174,11 @@ describe("run events go to the connections that asked", () => {
     const a = await connect(server.url);
     const b = await connect(server.url);
     const first = await a.client.chat.send({ sessionKey: "main", message: "x", idempotencyKey: "same" });
-    await until(() => release !== undefined, "the run to start");
+    await eventually(() => release !== undefined, "the run to start");
     const again = await b.client.chat.send({ sessionKey: "main", message: "x", idempotencyKey: "same" });
     expect(again).toEqual({ runId: first.runId, status: "in_flight" });
     release?.();
-    await until(() => b.finalOf(first.runId), "the final event on the repeating connection");
+    await eventually(() => b.finalOf(first.runId), "the final event on the repeating connection");
     expect(b.chat(first.runId).at(-1)).toMatchObject({
       state: "final",
       message: { role: "assistant", content: [{ type: "text", text: "late" }] },
@@ -208,7 +201,7 @@ describe("run events go to the connections that asked", () => {
       to: "room",
     });
     for (const c of [a, watcher]) {
-      await until(() => c.deliveries().length > 0, "the delivery event");
+      await eventually(() => c.deliveries().length > 0, "the delivery event");
       expect(c.deliveries()).toEqual([expect.objectContaining({ runId, status: "delivered" })]);
     }
     await other.settle();
@@ -228,7 +221,7 @@ describe("run events go to the connections that asked", () => {
     });
     const watcher = await connect(server.url);
     const { runId } = await gateway.agent({ message: "x", idempotencyKey: "st-1" });
-    await until(() => release !== undefined, "the run to start");
+    await eventually(() => release !== undefined, "the run to start");
     const stream = watcher.client.streamRun(runId);
     const items: string[] = [];
     const read = (async () => {
@@ -261,7 +254,7 @@ describe("gaps", () => {
     const firstConn = listening.client.hello?.server.connId;
 
     await server.close({ reason: "restart" });
-    await until(() => listening.client.state !== "connected", "the drop");
+    await eventually(() => listening.client.state !== "connected", "the drop");
     const again = await gateway.listen({ port: server.port, auth: { token: "secret" } });
     expect(again.port).toBe(server.port);
     await listening.client.ready();
@@ -271,7 +264,7 @@ describe("gaps", () => {
     expect(quietGaps).toEqual([]);
 
     const { runId } = await gateway.agent({ message: "after", idempotencyKey: "after-1" });
-    await until(() => listening.finalOf(runId), "events after the reconnect");
+    await eventually(() => listening.finalOf(runId), "events after the reconnect");
     expect(gaps).toHaveLength(1);
   });
 });

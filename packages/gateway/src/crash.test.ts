@@ -144,5 +144,5 @@ describe("crash safety (kill -9 mid-traffic, restart on the same file)", () => {
     await second.ready;
     await second.close();
     expect(again.sent).toEqual([]);
-  }, 90_000);
+  });
 });

@@ -103,9 +103,9 @@ beforeAll(async () => {
   url = `ws://127.0.0.1:${started.port}`;
   seed = createGatewayClient({ url, token: TOKEN });
   const { runId } = await seed.agent({ message: "hi", idempotencyKey: "mcp-seed-1" });
-  expect(await seed.waitRun(runId, { timeoutMs: 20_000 })).toMatchObject({ status: "ok", reply: "echo: hi" });
+  expect(await seed.waitRun(runId, { timeoutMs: 60_000 })).toMatchObject({ status: "ok", reply: "echo: hi" });
   ({ client: mcp } = await connectMcp(["--url", url, "--token", TOKEN, "--session", "main"]));
-}, 60_000);
+});
 
 afterAll(async () => {
   // Closing ends each server's stdin, then escalates to SIGTERM and SIGKILL (StdioClientTransport.close).
@@ -119,7 +119,7 @@ afterAll(async () => {
   for (const child of children)
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });
-}, 30_000);
+});
 
 describe("sessions-mcp over stdio against a real gateway", () => {
   it("lists exactly the five session tools, with the core's JSON Schemas as input schemas", async () => {
@@ -171,14 +171,14 @@ describe("sessions-mcp over stdio against a real gateway", () => {
     };
     expect(spawned).toMatchObject({ status: "accepted", mode: "run" });
     expect(spawned.childSessionKey).toMatch(/subagent/);
-    expect(await seed.waitRun(spawned.runId, { timeoutMs: 20_000 })).toMatchObject({
+    expect(await seed.waitRun(spawned.runId, { timeoutMs: 60_000 })).toMatchObject({
       status: "ok",
       reply: "echo: ping",
     });
     const sent = await call(mcp, "sessions_send", {
       sessionKey: spawned.childSessionKey,
       message: "status?",
-      timeoutSeconds: 20,
+      timeoutSeconds: 60,
     });
     expect(sent).toMatchObject({ status: "ok", reply: "echo: status?", sessionKey: spawned.childSessionKey });
     const list = (await call(mcp, "sessions_list", {})) as { sessions: { key: string }[] };

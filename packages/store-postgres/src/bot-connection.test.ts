@@ -19,8 +19,9 @@ interface BotGateway {
   name: string;
   child: ChildProcess;
   log: string[];
-  /** When each of its getUpdates calls went out. */
+  /** When each of its getUpdates calls was read from its output (a moment after it went out). */
   polls: number[];
+  /** It exited and all of its output has been read: no poll of it is stamped after this. */
   exited: Promise<void>;
 }
 
@@ -45,7 +46,7 @@ function startGateway(name: string, schema: string, apiRoot: string, token: stri
       },
     );
     children.add(child);
-    const exited = new Promise<void>((done) => child.on("exit", () => done()));
+    const exited = new Promise<void>((done) => child.on("close", () => done()));
     const gateway: BotGateway = { name, child, log: [], polls: [], exited };
     let pending = "";
     child.stdout?.on("data", (chunk) => {
@@ -112,10 +113,13 @@ describe("a Telegram bot on several gateways sharing one Postgres", () => {
     gateways.push(third);
     await pause(LEASE_TTL_MS);
     expect(third.polls).toEqual([]);
-    second.child.kill("SIGKILL");
     const killedAt = Date.now();
+    second.child.kill("SIGKILL");
+    await second.exited;
+    // From here on only the third polls: it takes the bot over, and a poll of the second would have been read.
+    const deadAt = Date.now();
     send(3);
-    await eventually(() => third.polls.length > 0);
+    await eventually(() => third.polls.some((at) => at >= deadAt), "a poll of the third after the SIGKILL");
     await eventually(() => answered().length >= 10);
     process.stdout.write(
       `telegram polling taken over ${(third.polls[0] as number) - killedAt} ms after SIGKILL\n`,
@@ -125,7 +129,7 @@ describe("a Telegram bot on several gateways sharing one Postgres", () => {
     await pause(500);
     const texts = answered().map((text) => text.replace(/^g\d: /, ""));
     expect(texts.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 1}`).sort());
-    expect(polling(killedAt)).toEqual([third]);
+    expect(polling(deadAt)).toEqual([third]);
     third.child.kill("SIGTERM");
     await third.exited;
   });

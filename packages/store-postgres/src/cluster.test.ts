@@ -39,13 +39,20 @@ function slowEcho(ms: number) {
 const schemas = new WeakMap<Gateway, string>();
 const schemaOf = async (gateway: Gateway) => `"${schemas.get(gateway)}"`;
 
-/** `n` gateways on one schema, as `n` processes would be (each with its own pool and LISTEN connection). */
+/**
+ * `n` gateways on one schema, as `n` processes would be (each with its own pool and LISTEN connection). Leases
+ * outlast a stall of a busy machine: no test here is about one lapsing.
+ */
 async function cluster(n: number, runner: AgentRunner): Promise<Gateway[] & { pick(i: number): Gateway }> {
   const schema = freshSchema("cluster");
   const gateways: Gateway[] = [];
   for (let i = 0; i < n; i++) {
     const store = await createPostgresStore({ connectionString: url, schema });
-    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 1000, recoveryIntervalMs: 200 } });
+    const gateway = createGateway({
+      store,
+      runner,
+      cluster: { leaseTtlMs: 10_000, recoveryIntervalMs: 200 },
+    });
     await gateway.ready;
     schemas.set(gateway, schema);
     open.push(gateway);
@@ -59,7 +66,7 @@ describe("several gateways on one Postgres", () => {
     const gateways = await cluster(2, slowEcho(50).runner);
     const [a, b] = [gateways.pick(0), gateways.pick(1)];
     const sent = await a.chat.send({ sessionKey: "main", message: "hello", idempotencyKey: "k-wait" });
-    const waited = await b.agentWait({ runId: sent.runId, timeoutMs: 10_000 });
+    const waited = await b.agentWait({ runId: sent.runId, timeoutMs: 60_000 });
     expect(waited).toMatchObject({ status: "ok", reply: "echo: hello" });
     const history = await b.chat.history({ sessionKey: "main" });
     expect(history.messages.map((m) => messageText(m as never))).toEqual(["hello", "echo: hello"]);
@@ -70,7 +77,7 @@ describe("several gateways on one Postgres", () => {
     const sent = await gateways
       .pick(0)
       .chat.send({ sessionKey: "main", message: "x", idempotencyKey: "k-silent" });
-    await gateways.pick(0).agentWait({ runId: sent.runId, timeoutMs: 10_000 });
+    await gateways.pick(0).agentWait({ runId: sent.runId, timeoutMs: 60_000 });
     // Put the run back to running and end it again behind the stores' backs: no NOTIFY tells anyone.
     const run = await gateways.pick(0).store.getRun(sent.runId);
     const table = await schemaOf(gateways.pick(0));
@@ -78,7 +85,7 @@ describe("several gateways on one Postgres", () => {
       sent.runId,
       JSON.stringify({ ...run, status: "running" }),
     ]);
-    const waiting = gateways.pick(1).agentWait({ runId: sent.runId, timeoutMs: 20_000 });
+    const waiting = gateways.pick(1).agentWait({ runId: sent.runId, timeoutMs: 60_000 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     await sql(url, `UPDATE ${table}.runs SET status = 'ok', data = $2 WHERE run_id = $1`, [
       sent.runId,
@@ -96,7 +103,7 @@ describe("several gateways on one Postgres", () => {
       ),
     );
     const results = await Promise.all(
-      sends.map((s, i) => gateways.pick(i + 1).agentWait({ runId: s.runId, timeoutMs: 20_000 })),
+      sends.map((s, i) => gateways.pick(i + 1).agentWait({ runId: s.runId, timeoutMs: 60_000 })),
     );
     expect(results.every((r) => r.status === "ok")).toBe(true);
     expect(echo.seen.turns).toBe(9);
@@ -114,7 +121,7 @@ describe("several gateways on one Postgres", () => {
       ),
     );
     expect(new Set(sends.map((s) => s.runId)).size).toBe(1);
-    await gateways.pick(2).agentWait({ runId: (sends[0] as { runId: string }).runId, timeoutMs: 10_000 });
+    await gateways.pick(2).agentWait({ runId: (sends[0] as { runId: string }).runId, timeoutMs: 60_000 });
     const history = await gateways.pick(1).chat.history({ sessionKey: "main" });
     expect(history.messages.map((m) => messageText(m as never))).toEqual(["once", "echo: once"]);
     expect(echo.seen.turns).toBe(1);
@@ -144,7 +151,14 @@ describe("several gateways on one Postgres", () => {
       }),
     );
     await eventually(() => running.size === 1);
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // A heartbeat on, the holder has renewed its lease while the others tried to take it: still one holder.
+    const store = gateways.pick(0).store;
+    const lease = held[0]?.lease as string;
+    const taken = (await store.getLease(lease))?.expiresAt ?? 0;
+    await eventually(
+      async () => ((await store.getLease(lease))?.expiresAt ?? 0) > taken,
+      "the holder renewed the connection lease",
+    );
     expect(running.size).toBe(1);
     const holder = held.findIndex((h) => h.held);
     expect(held.filter((h) => h.held)).toHaveLength(1);

@@ -50,7 +50,9 @@ describe("the database restarting under load", () => {
     });
     const clients: GatewayClient[] = [];
     for (const g of gateways) {
-      const client = createGatewayClient({ url: g.url, reconnect: false });
+      // A request outlasts an outage on a busy machine: a client-side timeout is no `unavailable` (it fails
+      // the test).
+      const client = createGatewayClient({ url: g.url, reconnect: false, requestTimeoutMs: 120_000 });
       await client.ready();
       clients.push(client);
       cleanup.push(() => client.close());

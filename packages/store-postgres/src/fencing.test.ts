@@ -8,6 +8,11 @@ import { eventually, freshSchema } from "./testing/helpers.js";
 import { startGatewayProcess } from "./testing/spawn-gateway.js";
 
 const url = inject("postgresUrl");
+/**
+ * How long the frozen gateway's runner sleeps: the time the test has to see the run under way and stop the
+ * process before it ends. Its timer runs on while the process is stopped, so the test lasts this long.
+ */
+const SLOW_MS = 10_000;
 const children = new Set<ChildProcess>();
 const cleanup: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -20,6 +25,7 @@ describe("a gateway frozen past its lease", () => {
     const schema = freshSchema("fencing");
     const platform = await startFakePlatform();
     cleanup.push(platform.close);
+    // Its leases lapsing while it is stopped is what the test is about: short ones.
     const frozen = await startGatewayProcess(children, {
       url,
       schema,
@@ -35,7 +41,8 @@ describe("a gateway frozen past its lease", () => {
     const other: Gateway = createGateway({
       store,
       runner: { run: async () => ({ reply: "other" }) },
-      cluster: { leaseTtlMs: 1000, recoveryIntervalMs: 250 },
+      // Its own leases lapsing is no part of the test: they outlast a stall of a busy machine.
+      cluster: { leaseTtlMs: 15_000, recoveryIntervalMs: 250 },
     });
     cleanup.push(() => other.close({ drainMs: 100 }));
     await other.ready;
@@ -44,17 +51,24 @@ describe("a gateway frozen past its lease", () => {
     await client.ready();
     cleanup.push(() => client.close());
     const { runId } = (await client.request("agent", {
-      message: "slow:2500 hello",
+      message: `slow:${SLOW_MS} hello`,
       idempotencyKey: "k-fenced",
       sessionKey: "main",
       deliver: true,
       channel: "chat",
       to: "room:1",
     })) as { runId: string };
-    await eventually(async () => (await store.getRun(runId))?.status === "running");
+    // Stopped while its runner sleeps: seen running, and younger than its sleep (its end not written yet).
+    await eventually(async () => {
+      const run = await store.getRun(runId);
+      return run?.status === "running" && Date.now() - (run.startedAt ?? 0) < SLOW_MS - 1000;
+    }, "the run under way on the frozen gateway");
     frozen.child.kill("SIGSTOP");
     // Its leases lapse (its pid is alive, so only the lease time tells): the other gateway ends the run.
-    await eventually(async () => (await store.getRun(runId))?.status === "error");
+    await eventually(
+      async () => (await store.getRun(runId))?.status === "error",
+      "the other gateway ended the frozen one's run",
+    );
     frozen.child.kill("SIGCONT");
     await eventually(() => frozen.log.join("").includes("discarded the end of a run"));
 
@@ -62,10 +76,10 @@ describe("a gateway frozen past its lease", () => {
     expect(run).toMatchObject({ status: "error", error: "gateway restarted while the run was in progress" });
     expect(run?.reply).toBeUndefined();
     const transcript = await store.readMessages("agent:main:main", { limit: 10 });
-    expect(transcript.map((m) => [m.role, messageText(m)])).toEqual([["user", "slow:2500 hello"]]);
+    expect(transcript.map((m) => [m.role, messageText(m)])).toEqual([["user", `slow:${SLOW_MS} hello`]]);
     expect(await store.listDeliveries({ runId })).toEqual([]);
     // And the frozen gateway, awake again, reports the recorded end, not its own.
-    expect(await client.agentWait({ runId, timeoutMs: 5000 })).toMatchObject({ status: "error" });
+    expect(await client.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({ status: "error" });
     expect(platform.posts).toEqual([]);
   });
 });

@@ -28,13 +28,20 @@ const runner = createScriptedRunner({
   },
 });
 
-/** Two gateways on one schema, each with its own pool and LISTEN connection, as two processes would have. */
+/**
+ * Two gateways on one schema, each with its own pool and LISTEN connection, as two processes would have. Leases
+ * outlast a stall of a busy machine: none of these tests is about one lapsing.
+ */
 async function twoGateways(): Promise<[Gateway, Gateway]> {
   const schema = freshSchema("events");
   const gateways: Gateway[] = [];
   for (let i = 0; i < 2; i++) {
     const store = await createPostgresStore({ connectionString: url, schema });
-    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 1000, recoveryIntervalMs: 200 } });
+    const gateway = createGateway({
+      store,
+      runner,
+      cluster: { leaseTtlMs: 10_000, recoveryIntervalMs: 200 },
+    });
     await gateway.ready;
     cleanup.push(() => gateway.close({ drainMs: 100 }));
     gateways.push(gateway);
@@ -96,10 +103,13 @@ describe("run events across gateways on one Postgres", () => {
     held = new Promise((resolve) => (release = resolve));
     const first = await onA.chat.send({ sessionKey: "main", message: "hold", idempotencyKey: "k-one" });
     const second = await onA.chat.send({ sessionKey: "main", message: "two", idempotencyKey: "k-two" });
-    await eventually(async () => (await b.store.getRun(second.runId)) !== undefined);
     // B follows the run before any of it happens (the first run holds the lane until then), however slow the
-    // machine: streamRun listens from the call, and the subscription is B's once this request is answered.
-    await onB.request("sessions.subscribe", { runIds: [second.runId] });
+    // machine: once B has heard of the run (its change feed), the subscription is B's when this request answers
+    // it, and streamRun listens from the call.
+    await eventually(async () => {
+      const followed = await onB.request("sessions.subscribe", { runIds: [second.runId] });
+      return followed.runIds?.includes(second.runId) === true;
+    }, "B follows the second run");
     const stream = onB.streamRun(second.runId);
     release();
     const items: { type: string; payload?: { state?: string; seq?: number } }[] = [];

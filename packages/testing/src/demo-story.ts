@@ -1,4 +1,5 @@
 import type { InboundMessage, SessionsConfigInput } from "@sessions/core";
+import { EVENTUALLY_TIMEOUT_MS, eventually } from "./eventually.js";
 
 /**
  * The sessions demo's world, shared by `npm run demo` and the console's browser tests: three scripted agents
@@ -162,7 +163,7 @@ export function demoAgents(options: DemoAgentOptions = {}): Record<string, DemoA
       const sent = await turn.callTool<{ status: string; reply?: string; error?: string }>("sessions_send", {
         sessionKey: `agent:ops:console:group:${room}`,
         message: rest.join(" "),
-        timeoutSeconds: 10,
+        timeoutSeconds: 60,
       });
       return sent.status === "ok" ? `Ops replied: "${sent.reply}"` : `Could not reach ${room}: ${sent.error}`;
     }
@@ -278,19 +279,25 @@ export interface DemoStoryGateway {
 
 /**
  * Waits until the gateway has nothing under way: no queued or running run, no sub-agent running or announcing, no
- * delivery queued. Rejects after `timeoutMs` (default 20 s), naming what it waited for.
+ * delivery queued. Rejects after `timeoutMs` (default 60 s: a bound for a gateway that never settles, not a
+ * budget), naming what was still under way.
  */
-export async function waitForIdle(gateway: DemoStoryGateway, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const queued = await gateway.store.listQueuedDeliveries(1);
-    const busy = await gateway.store.listRunsByStatus(["queued", "running"]);
-    const children = await gateway.store.listSubagents({ statuses: ["running", "announcing"] });
-    if (queued.length === 0 && busy.length === 0 && children.length === 0) return;
-    if (Date.now() > deadline)
-      throw new Error(`demo: timed out after ${timeoutMs} ms waiting for the gateway to go idle`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+export async function waitForIdle(
+  gateway: DemoStoryGateway,
+  timeoutMs = EVENTUALLY_TIMEOUT_MS,
+): Promise<void> {
+  let state = "";
+  await eventually(
+    async () => {
+      const queued = await gateway.store.listQueuedDeliveries(1);
+      const busy = await gateway.store.listRunsByStatus(["queued", "running"]);
+      const children = await gateway.store.listSubagents({ statuses: ["running", "announcing"] });
+      state = `${busy.length} run(s) queued or running, ${children.length} sub-agent(s) busy, ${queued.length > 0 ? "deliveries" : "no delivery"} queued`;
+      return queued.length === 0 && busy.length === 0 && children.length === 0;
+    },
+    () => `demo: the gateway going idle (${state})`,
+    { timeoutMs, intervalMs: 10 },
+  );
 }
 
 /**

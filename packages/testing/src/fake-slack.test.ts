@@ -120,7 +120,7 @@ describe("createFakeSlack: Web API", () => {
 
 describe("createFakeSlack: Socket Mode and Events API", () => {
   it("hands out one-use links for the app token, says hello and waits for each envelope's ack", async () => {
-    slack = await createFakeSlack({ ackTimeoutMs: 300 });
+    slack = await createFakeSlack();
     expect((await call("apps.connections.open", {}, slack.teams[0]?.botToken)).body.error).toBe(
       "not_allowed_token_type",
     );
@@ -140,9 +140,18 @@ describe("createFakeSlack: Socket Mode and Events API", () => {
       ws.send(JSON.stringify({ envelope_id: envelope.envelope_id }));
     });
     expect(await slack.sendEvent(body)).toMatchObject({ acked: true, type: "events_api" });
-    ws.removeAllListeners("message");
-    ws.on("message", () => undefined);
-    await expect(slack.sendEvent(body)).rejects.toThrow(/not acknowledged/);
+    ws.close();
+  });
+
+  it("fails sendEvent when the app does not acknowledge the envelope within ackTimeoutMs", async () => {
+    slack = await createFakeSlack({ ackTimeoutMs: 300 });
+    const { url } = (await call("apps.connections.open", {}, slack.appToken)).body as { url: string };
+    const ws = new WebSocket(url);
+    await new Promise((resolve) => ws.once("message", resolve)); // hello: the app is connected
+    ws.on("message", () => undefined); // and never acks
+    await expect(slack.sendEvent(slackEvent("im-message"))).rejects.toThrow(/not acknowledged/);
+    expect(slack.socket.envelopes).toHaveLength(1);
+    expect(slack.socket.envelopes[0]?.acked).toBe(false);
     ws.close();
   });
 

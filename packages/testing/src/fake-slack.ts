@@ -46,7 +46,10 @@ export interface SlackPostedMessage {
 export interface FakeSlackOptions {
   /** The workspaces the app is installed in (default: the recorded Acme and Globex). */
   teams?: FakeSlackTeam[] | undefined;
-  /** How long an envelope waits for its ack (default 5,000 ms). */
+  /**
+   * How long `sendEvent` waits for an app to connect and then for the envelope's ack before it fails (default
+   * 60,000 ms: a bound for an ack that never comes, far above the time a slow machine takes to give one).
+   */
   ackTimeoutMs?: number | undefined;
 }
 
@@ -312,7 +315,7 @@ export async function createFakeSlack(options: FakeSlackOptions = {}): Promise<F
   });
   const hub = createSocketModeHub(server, () => origin, {
     appId: SLACK_APP.appId,
-    ackTimeoutMs: options.ackTimeoutMs ?? 5000,
+    ackTimeoutMs: options.ackTimeoutMs ?? 60_000,
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

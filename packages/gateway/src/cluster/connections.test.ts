@@ -1,3 +1,4 @@
+import { eventually } from "@sessions/testing/eventually";
 import { describe, expect, it } from "vitest";
 import { createManualClock } from "../clock.js";
 import { createGateway } from "../create-gateway.js";
@@ -6,19 +7,15 @@ import { createMemoryStore } from "../store/memory.js";
 
 const runner = createScriptedRunner({ agents: {}, fallback: () => "ok" });
 
-async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not met");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 describe("holdConnection", () => {
   it("runs a connection on one of two gateways sharing a store, and moves it when that one closes", async () => {
     const store = createMemoryStore();
     const sharedStore = { ...store, close: async () => {} };
-    const options = { store: sharedStore, runner, cluster: { leaseTtlMs: 600, recoveryIntervalMs: 100 } };
+    // Lease time only moves when the test says so: a stalled machine cannot make A's lease lapse behind its back
+    // (the gateways still try and renew on the real clock, every heartbeat).
+    const clock = createManualClock();
+    const leaseTtlMs = 600;
+    const options = { store: sharedStore, runner, clock, cluster: { leaseTtlMs, recoveryIntervalMs: 100 } };
     const [a, b] = [createGateway(options), createGateway(options)];
     const running: string[] = [];
     const hold = (name: string) => ({
@@ -26,14 +23,22 @@ describe("holdConnection", () => {
       stop: () => void running.splice(running.indexOf(name), 1),
     });
     const heldA = a.holdConnection("bot", hold("a"));
-    await until(() => running.length === 1);
+    await eventually(() => running.length === 1, "a gateway to start the connection");
     const heldB = b.holdConnection("bot", hold("b"));
+    // Time runs past the lease's first term, in steps shorter than it: A renews it each time, so B never gets it.
+    for (let step = 0; step < 3; step++) {
+      await clock.advance(leaseTtlMs - 200);
+      await eventually(
+        async () => (await store.getLease(heldA.lease))?.expiresAt === clock.now() + leaseTtlMs,
+        "A to renew its lease",
+      );
+    }
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(running).toEqual(["a"]);
     expect([heldA.held, heldB.held]).toEqual([true, false]);
     await a.close({ drainMs: 10 });
     expect(running).toEqual([]);
-    await until(() => running.length === 1);
+    await eventually(() => running.length === 1, "B to take the connection over");
     expect(running).toEqual(["b"]);
     await b.close({ drainMs: 10 });
     expect(running).toEqual([]);
@@ -61,18 +66,18 @@ describe("holdConnection", () => {
       stop: () => void running.splice(running.indexOf(name), 1),
     });
     const heldA = a.holdConnection("bot", hold("a"));
-    await until(() => heldA.held);
+    await eventually(() => heldA.held, "A to hold the connection");
     const heldB = b.holdConnection("bot", hold("b"));
 
     starts[0]?.lost(new Error("409: Conflict: terminated by other getUpdates request"));
-    await until(() => heldB.held);
+    await eventually(() => heldB.held, "B to take the lost connection over");
     expect(running).toEqual(["b"]);
     expect(heldA.held).toBe(false);
 
     // B closes: A takes the connection back once its pause is over, and a late report of its first start is stale.
     await b.close({ drainMs: 10 });
     await clock.advance(30_000);
-    await until(() => heldA.held);
+    await eventually(() => heldA.held, "A to take the connection back");
     starts[0]?.lost(new Error("late"));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(running).toEqual(["a"]);

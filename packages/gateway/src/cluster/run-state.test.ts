@@ -7,7 +7,8 @@ import type { RunRecord, SessionStore } from "../store/types.js";
 
 // Three gateways in one process on one memory store: one session's runs accepted by all three at once, executing
 // one at a time across them. What the store says of each run must be what happened to it.
-const cluster = { leaseTtlMs: 2000, recoveryIntervalMs: 200 };
+// Lanes pass from run to run by release and wake-up, never by a lease lapsing: leases far longer than a stall.
+const cluster = { leaseTtlMs: 15_000, recoveryIntervalMs: 200 };
 const open: Gateway[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((gateway) => gateway.close({ drainMs: 50 })));

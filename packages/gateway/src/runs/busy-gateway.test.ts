@@ -55,5 +55,5 @@ describe.each(STORE_KINDS)("a gateway kept busy on the %s store", (kind) => {
     } finally {
       await gateway.close({ drainMs: 0 });
     }
-  }, 120_000);
+  });
 });

@@ -30,7 +30,7 @@ describe("run events when someone listens", () => {
     const heard: GatewayEvent[] = [];
     const unsubscribe = gateway.subscribe((event) => heard.push(event));
     release();
-    expect(await gateway.agentWait({ runId, timeoutMs: 5000 })).toMatchObject({
+    expect(await gateway.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({
       status: "ok",
       reply: "hello",
     });
@@ -52,7 +52,9 @@ describe("run events when someone listens", () => {
     unsubscribe();
     const quiet = heard.length;
     const second = await gateway.agent({ sessionKey: "main", message: "again", idempotencyKey: "k2" });
-    expect(await gateway.agentWait({ runId: second.runId, timeoutMs: 5000 })).toMatchObject({ status: "ok" });
+    expect(await gateway.agentWait({ runId: second.runId, timeoutMs: 60_000 })).toMatchObject({
+      status: "ok",
+    });
     expect(heard.length).toBe(quiet);
     const history = await gateway.chat.history({ sessionKey: "main" });
     expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);

@@ -28,7 +28,9 @@ describe.each(["sqlite", "memory"] as const)("what a runner gets (%s store)", (k
     await gateway.ready;
     for (const message of ["one", "quiet two", "three"]) {
       const sent = await gateway.chat.send({ sessionKey: "main", message, idempotencyKey: message });
-      expect(await gateway.agentWait({ runId: sent.runId, timeoutMs: 5000 })).toMatchObject({ status: "ok" });
+      expect(await gateway.agentWait({ runId: sent.runId, timeoutMs: 60_000 })).toMatchObject({
+        status: "ok",
+      });
     }
     expect(seen).toEqual([["one"], ["one", "re: one", "quiet two", "shh", "three"]]);
     const history = await gateway.chat.history({ sessionKey: "main" });
@@ -56,7 +58,7 @@ describe.each(["sqlite", "memory"] as const)("what a runner gets (%s store)", (k
     expect(got.tools.map((t) => t.name)).toContain("sessions_list");
     expect(got.tools).toBe(got.tools);
     expect(await gateway.chat.abort({ sessionKey: "main" })).toMatchObject({ aborted: true });
-    expect(await gateway.agentWait({ runId: sent.runId, timeoutMs: 5000 })).toMatchObject({
+    expect(await gateway.agentWait({ runId: sent.runId, timeoutMs: 60_000 })).toMatchObject({
       status: "error",
     });
     // Asked for after the abort: already aborted, with the reason.

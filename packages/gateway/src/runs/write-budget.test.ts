@@ -39,7 +39,7 @@ describe("write budget", () => {
     const gateway = createGateway({ runner, store });
     await gateway.ready;
     const first = await gateway.chat.send({ sessionKey: "main", message: "warm up", idempotencyKey: "k0" });
-    await gateway.agentWait({ runId: first.runId, timeoutMs: 5000 });
+    await gateway.agentWait({ runId: first.runId, timeoutMs: 60_000 });
     const before = counter.writes;
     const runs = 20;
     for (let i = 1; i <= runs; i++) {
@@ -47,7 +47,7 @@ describe("write budget", () => {
         i % 2 === 0
           ? await gateway.chat.send({ sessionKey: "main", message: `m${i}`, idempotencyKey: `k${i}` })
           : await gateway.agent({ sessionKey: "main", message: `m${i}`, idempotencyKey: `k${i}` });
-      const waited = await gateway.agentWait({ runId: sent.runId, timeoutMs: 5000 });
+      const waited = await gateway.agentWait({ runId: sent.runId, timeoutMs: 60_000 });
       expect(waited).toMatchObject({ status: "ok", reply: `echo: m${i}` });
     }
     expect((counter.writes - before) / runs).toBeLessThanOrEqual(2);
@@ -70,7 +70,7 @@ describe("write budget", () => {
       messageId: `in-${i}`,
     });
     const first = await gateway.receive(message(0));
-    await gateway.agentWait({ runId: first.runId as string, timeoutMs: 5000 });
+    await gateway.agentWait({ runId: first.runId as string, timeoutMs: 60_000 });
     await eventually(() => expect(channel.sent).toHaveLength(1));
     await eventually(async () => {
       const [receipt] = (await gateway.deliveries.list({ sessionKey: first.sessionKey })).deliveries;
@@ -80,7 +80,7 @@ describe("write budget", () => {
     const messages = 10;
     for (let i = 1; i <= messages; i++) {
       const received = await gateway.receive(message(i));
-      const waited = await gateway.agentWait({ runId: received.runId as string, timeoutMs: 5000 });
+      const waited = await gateway.agentWait({ runId: received.runId as string, timeoutMs: 60_000 });
       expect(waited).toMatchObject({ status: "ok", reply: `echo: m${i}` });
       await eventually(() => expect(channel.sent).toHaveLength(i + 1));
       await eventually(async () => {

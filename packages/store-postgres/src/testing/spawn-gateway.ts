@@ -31,7 +31,9 @@ export function startGatewayProcess(
         SCHEMA: options.schema,
         NAME: name,
         PLATFORM_URL: options.platformUrl,
-        LEASE_TTL_MS: String(options.leaseTtlMs ?? 2000),
+        // Outlasts a stall of a busy machine: a test about a lease lapsing sets a short one (a gateway killed
+        // on this host is noticed at once all the same, by its pid).
+        LEASE_TTL_MS: String(options.leaseTtlMs ?? 15_000),
         RECOVERY_MS: "250",
       },
       stdio: ["ignore", "pipe", "pipe"],
