@@ -18,13 +18,25 @@ import type { GatewayClient } from "../src/index.js";
 import { coldStartBench } from "./cold-start.js";
 import { connect, rows, SMALL, since, wallStart } from "./harness.js";
 import { overheadBench } from "./overhead.js";
+import { pipelineBench } from "./pipeline.js";
 import { historyBench, listBench } from "./reads.js";
 import { runsBench } from "./runs.js";
 import { AGENTS, mainEntry } from "./seed.js";
 
+/** `BENCH_ONLY=pipeline` runs part 6 alone (for CPU profiles, and comparing builds back to back). */
+const ONLY = process.env.BENCH_ONLY;
 const dir = mkdtempSync(join(tmpdir(), "sessions-wire-bench-"));
 try {
   console.log(`wire bench${SMALL ? " (BENCH_SCALE=small)" : ""} (temp dir ${dir})`);
+  if (ONLY === "pipeline") {
+    console.log("6. pipelined runs: the wire against the store");
+    await pipelineBench(dir);
+  } else await allParts(dir);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function allParts(dir: string): Promise<void> {
   console.log("5. cold start (first, while the machine is quiet)");
   await coldStartBench(dir);
 
@@ -53,8 +65,8 @@ try {
 
   console.log("4. runs per second");
   await runsBench(dir);
-} finally {
-  rmSync(dir, { recursive: true, force: true });
+  console.log("6. pipelined runs: the wire against the store");
+  await pipelineBench(dir);
 }
 
 console.table(rows);

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { type Logger, silentLogger } from "@sessions/core";
 import { WebSocket, WebSocketServer } from "ws";
 import type { Gateway, GatewayEvent } from "../gateway.js";
@@ -158,10 +159,10 @@ export async function listenGateway(
       socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n");
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, socket));
   });
-  wss.on("connection", (ws: WebSocket) => {
-    const conn = newConnection(ws);
+  function accept(ws: WebSocket, socket: Duplex): void {
+    const conn = newConnection(ws, socket);
     conn.connectTimer = setTimeout(() => {
       if (!conn.connected) conn.ws.close(1008, "connect timeout");
     }, connectTimeoutMs);
@@ -176,7 +177,7 @@ export async function listenGateway(
     });
     ws.on("error", (error) => logger.debug("socket error", { connId: conn.id, error: String(error) }));
     out.event(conn, "connect.challenge", { nonce: randomBytes(16).toString("hex"), ts: Date.now() });
-  });
+  }
 
   const tick = setInterval(() => {
     for (const conn of connections.values()) if (conn.connected) out.event(conn, "tick", { ts: Date.now() });
