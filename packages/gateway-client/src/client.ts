@@ -49,11 +49,16 @@ interface Pending {
 
 const OPEN = 1;
 
+/** `ws`, once imported: a connect after the first does not go through the module loader again. */
+let importedWebSocket: WebSocketConstructor | undefined;
+
 async function defaultWebSocket(): Promise<WebSocketConstructor> {
   const global = (globalThis as { WebSocket?: WebSocketConstructor | undefined }).WebSocket;
   if (global !== undefined) return global;
+  if (importedWebSocket !== undefined) return importedWebSocket;
   const mod = (await import("ws")) as unknown as { WebSocket: WebSocketConstructor };
-  return mod.WebSocket;
+  importedWebSocket = mod.WebSocket;
+  return importedWebSocket;
 }
 
 /** Creates a client and starts connecting. Every method waits for the connection (and for reconnects). */

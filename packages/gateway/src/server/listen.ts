@@ -159,6 +159,9 @@ export async function listenGateway(
       socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n");
       return;
     }
+    // The upgrade's answer and the challenge after it leave in one write (the frame writer's cork ends first).
+    socket.cork();
+    setImmediate(() => socket.uncork());
     wss.handleUpgrade(req, socket, head, (ws) => accept(ws, socket));
   });
   function accept(ws: WebSocket, socket: Duplex): void {
