@@ -38,6 +38,10 @@ export const GatewayRowSchema = z.looseObject({
   lastChannel: z.string().optional(),
   lastTo: z.string().optional(),
   lastAccountId: z.string().optional(),
+  /** A run of this session is queued or running now (ours: on any gateway of the store; as OpenClaw's rows). */
+  hasActiveRun: z.boolean().optional(),
+  /** Those runs, oldest first (present when `hasActiveRun`). */
+  activeRunIds: z.array(z.string()).optional(),
   deliveryContext: z
     .object({
       channel: z.string().optional(),
@@ -111,6 +115,21 @@ export const AgentWaitPayloadSchema = z.looseObject({
 /** `agent.wait` payload. */
 export type AgentWaitPayload = z.infer<typeof AgentWaitPayloadSchema>;
 
+/** A run under way (`runs.list`): queued for its session's lane, or running on `owner`. */
+export const ActiveRunSchema = z.looseObject({
+  runId: z.string(),
+  sessionKey: z.string(),
+  agentId: z.string(),
+  kind: z.string(),
+  status: z.enum(["queued", "running"]),
+  createdAt: z.number(),
+  startedAt: z.number().optional(),
+  /** The gateway instance that runs it. */
+  owner: z.string().optional(),
+});
+/** A run under way as the wire carries it. */
+export type ActiveRunPayload = z.infer<typeof ActiveRunSchema>;
+
 /** `subscribed`: any subscription left; `keys`: the keys the call named, stored form; `runIds`: those under way. */
 export const SubscriptionPayloadSchema = z.looseObject({
   ok: z.literal(true),
@@ -161,6 +180,7 @@ export const METHOD_PAYLOADS = {
     scope: z.string(),
     agents: z.array(z.object({ id: z.string(), name: z.string().optional() })),
   }),
+  "runs.list": z.looseObject({ runs: z.array(ActiveRunSchema) }),
   "deliveries.get": DeliveryRecordSchema,
   "deliveries.list": z.looseObject({ deliveries: z.array(DeliveryRecordSchema) }),
   "deliveries.retry": DeliveryRecordSchema,

@@ -287,6 +287,13 @@ export const DeliveriesListMethodParams = z.strictObject({
   limit: z.int().min(1).max(1000).optional(),
 });
 
+/** `runs.list` params (ours): the runs queued or running now, on every gateway of the store, oldest first. */
+export const RunsListMethodParams = z.strictObject({
+  sessionKey: optionalKey,
+  status: z.enum(["queued", "running"]).optional(),
+  limit: z.int().min(1).max(1000).optional(),
+});
+
 /** `deliveries.retry` params (ours): send a `failed` or `suppressed` delivery again. */
 export const DeliveriesRetryMethodParams = z.strictObject({ id: idText.min(1) });
 
@@ -324,6 +331,7 @@ export const METHOD_PARAMS = {
   agent: AgentMethodParams,
   "agent.wait": AgentWaitMethodParams,
   "agents.list": AgentsListMethodParams,
+  "runs.list": RunsListMethodParams,
   "deliveries.get": DeliveriesGetMethodParams,
   "deliveries.list": DeliveriesListMethodParams,
   "deliveries.retry": DeliveriesRetryMethodParams,

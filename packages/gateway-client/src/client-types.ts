@@ -163,6 +163,13 @@ export interface GatewayClient {
     /** `agents.list`: the configured agents, the default agent id and the main session key. */
     list(options?: RequestOptions): Promise<MethodPayload<"agents.list">>;
   };
+  runs: {
+    /**
+     * `runs.list` (ours): the runs queued or running now on every gateway of the store, oldest first; all, or of
+     * one session, or of one status. To abort one: `chat.abort { sessionKey, runId }`.
+     */
+    list(params?: MethodParams<"runs.list">, options?: RequestOptions): Promise<MethodPayload<"runs.list">>;
+  };
   deliveries: {
     /** `deliveries.get`: one outbox record. */
     get(

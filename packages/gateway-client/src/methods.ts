@@ -4,7 +4,7 @@ import type { Subscriptions } from "./subscriptions.js";
 
 type WireMethods = Pick<
   GatewayClient,
-  "sessions" | "chat" | "agent" | "agentWait" | "agents" | "deliveries" | "callTool"
+  "sessions" | "chat" | "agent" | "agentWait" | "agents" | "runs" | "deliveries" | "callTool"
 >;
 
 /** The typed wrappers of the wire methods; subscriptions are recorded so a reconnect can restore them. */
@@ -42,6 +42,7 @@ export function wireMethods(request: Call, subscriptions: Subscriptions): WireMe
     agentWait: (params, opts) =>
       request("agent.wait", params, { timeoutMs: (params.timeoutMs ?? 30_000) + 10_000, ...opts }),
     agents: { list: (opts) => request("agents.list", {}, opts) },
+    runs: { list: (params, opts) => request("runs.list", params ?? {}, opts) },
     deliveries: {
       get: (params, opts) => request("deliveries.get", params, opts),
       list: (params, opts) => request("deliveries.list", params ?? {}, opts),

@@ -268,6 +268,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     agent: (params) => call("agent", params) as ReturnType<Gateway["agent"]>,
     agentWait: (params) => call("agent.wait", params) as ReturnType<Gateway["agentWait"]>,
     agents: { list: (params) => call("agents.list", params) as ReturnType<Gateway["agents"]["list"]> },
+    runs: {
+      list: (params) => call("runs.list", params) as ReturnType<Gateway["runs"]["list"]>,
+    },
     deliveries: {
       get: (params) => call("deliveries.get", params) as ReturnType<Gateway["deliveries"]["get"]>,
       list: (params) => call("deliveries.list", params) as ReturnType<Gateway["deliveries"]["list"]>,

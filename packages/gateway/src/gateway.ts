@@ -19,7 +19,7 @@ import type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./clus
 import type { OutboxOptions } from "./delivery/outbox.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
-import type { DeliveryRecord, SessionStore, StoredMessage } from "./store/types.js";
+import type { DeliveryRecord, RunKind, SessionStore, StoredMessage } from "./store/types.js";
 
 /**
  * The public shape of a gateway: its options, the object `createGateway` returns, its events and payloads.
@@ -126,6 +126,10 @@ export interface Gateway {
     /** `agents.list`: the configured agents, the default agent id and the main session key. */
     list(params?: MethodParams<"agents.list">): Promise<AgentsListPayload>;
   };
+  runs: {
+    /** `runs.list`: the runs queued or running now, on every gateway of the store, oldest first. */
+    list(params?: MethodParams<"runs.list">): Promise<{ runs: ActiveRun[] }>;
+  };
   deliveries: {
     /** `deliveries.get`: one outbox record. */
     get(params: MethodParams<"deliveries.get">): Promise<DeliveryRecord>;
@@ -196,6 +200,23 @@ export interface GatewayRow {
   lastTo?: string | undefined;
   lastAccountId?: string | undefined;
   deliveryContext?: DeliveryContext | undefined;
+  /** A run of this session is queued or running now, on any gateway of the store. */
+  hasActiveRun?: boolean | undefined;
+  /** Those runs, oldest first (present when `hasActiveRun`). */
+  activeRunIds?: string[] | undefined;
+}
+
+/** A run under way (`runs.list`): queued for its session's lane, or running on `owner`. */
+export interface ActiveRun {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  kind: RunKind;
+  status: "queued" | "running";
+  createdAt: number;
+  startedAt?: number | undefined;
+  /** The gateway instance that runs it. */
+  owner?: string | undefined;
 }
 
 /** `sessions.list` payload: one page of rows, `nextOffset` for the next. */

@@ -13,6 +13,7 @@ export type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./clus
 export { createGateway } from "./create-gateway.js";
 export type { OutboxOptions } from "./delivery/outbox.js";
 export type {
+  ActiveRun,
   AgentsListPayload,
   ChatHistoryPayload,
   Gateway,

@@ -5,6 +5,7 @@ import { bindingMethods } from "./bindings.js";
 import { chatMethods } from "./chat.js";
 import { deliveryMethods } from "./deliveries.js";
 import { connectionOnly } from "./params.js";
+import { runMethods } from "./runs.js";
 import { sessionMethods } from "./sessions.js";
 import { toolMethods } from "./tools.js";
 
@@ -15,6 +16,7 @@ export const methods: Readonly<Record<GatewayMethodName, Method>> = {
   ...sessionMethods,
   ...chatMethods,
   ...agentMethods,
+  ...runMethods,
   ...deliveryMethods,
   ...bindingMethods,
   ...toolMethods,

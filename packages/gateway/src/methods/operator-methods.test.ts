@@ -90,6 +90,57 @@ describe.each(STORE_KINDS)("operator methods on the %s store", (kind) => {
     expect(h.channel.sent.map((s) => s.message.text)).toEqual(["echo: first", "echo: second"]);
   });
 
+  it("runs.list and the sessions.list rows show the runs under way, started before anyone asked", async () => {
+    // A run that holds its session's lane until the test lets it go; the next one of that session queues.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h = await harness(kind, {
+      main: async (turn) => {
+        if (turn.text === "hold") await held;
+        return `echo: ${turn.text}`;
+      },
+    });
+    const first = await h.gateway.chat.send({ sessionKey: "busy", message: "hold", idempotencyKey: "k1" });
+    const second = await h.gateway.chat.send({ sessionKey: "busy", message: "next", idempotencyKey: "k2" });
+    const other = await h.gateway.chat.send({ sessionKey: "idle", message: "quick", idempotencyKey: "k3" });
+    await h.gateway.agentWait({ runId: other.runId });
+    await eventually(async () =>
+      expect((await h.gateway.runs.list()).runs.map((r) => [r.runId, r.status])).toEqual([
+        [first.runId, "running"],
+        [second.runId, "queued"],
+      ]),
+    );
+    const [running] = (await h.gateway.runs.list({ status: "running" })).runs;
+    expect(running).toMatchObject({
+      runId: first.runId,
+      sessionKey: "agent:main:busy",
+      agentId: "main",
+      status: "running",
+      startedAt: expect.any(Number),
+    });
+    expect((await h.gateway.runs.list({ sessionKey: "idle" })).runs).toEqual([]);
+    expect((await h.gateway.runs.list({ sessionKey: "busy", limit: 1 })).runs.map((r) => r.runId)).toEqual([
+      first.runId,
+    ]);
+    const rows = (await h.gateway.sessions.list()).sessions;
+    expect(rows.find((r) => r.key === "agent:main:busy")).toMatchObject({
+      hasActiveRun: true,
+      activeRunIds: [first.runId, second.runId],
+    });
+    const idle = rows.find((r) => r.key === "agent:main:idle");
+    expect(idle).toMatchObject({ hasActiveRun: false });
+    expect(idle).not.toHaveProperty("activeRunIds");
+    await expect(h.gateway.call("runs.list", { status: "ok" })).rejects.toMatchObject({
+      code: "invalid_params",
+      field: "status",
+    });
+
+    release();
+    await h.gateway.agentWait({ runId: second.runId });
+    expect((await h.gateway.runs.list()).runs).toEqual([]);
+    expect((await h.gateway.sessions.list()).sessions.every((r) => r.hasActiveRun === false)).toBe(true);
+  });
+
   it("bindings.list shows the threads bound to sessions, for one session or all", async () => {
     h = await harness(kind, { main: agent });
     const { runId } = await h.gateway.receive(group("hi"));

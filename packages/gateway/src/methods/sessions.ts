@@ -3,6 +3,7 @@ import type { GatewayContext } from "../context.js";
 import type { GatewayRow, SessionsListPayload } from "../gateway.js";
 import { deleteSession, operatorKey, requireEntry, storeKey, updateEntry } from "../sessions/entries.js";
 import type { StoredEntry } from "../store/types.js";
+import { activeRuns } from "./runs.js";
 
 const ROW_FIELDS = [
   "label",
@@ -67,12 +68,27 @@ export const sessionMethods = {
     );
     const page = filtered.slice(0, limit);
     const hasMore = entries.length > limit;
+    // The runs under way, by session: one read for the page, whichever gateway runs them.
+    const active = new Map<string, string[]>();
+    if (page.length > 0) {
+      for (const run of await activeRuns(ctx)) {
+        const ids = active.get(run.sessionKey);
+        if (ids === undefined) active.set(run.sessionKey, [run.runId]);
+        else ids.push(run.runId);
+      }
+    }
     return {
       ts: ctx.clock.now(),
       count: page.length,
       hasMore,
       nextOffset: hasMore ? offset + limit : null,
-      sessions: page.map(gatewayRow),
+      sessions: page.map((entry) => {
+        const row = gatewayRow(entry);
+        const runIds = active.get(entry.key);
+        row.hasActiveRun = runIds !== undefined;
+        if (runIds !== undefined) row.activeRunIds = runIds;
+        return row;
+      }),
     };
   },
 

@@ -51,6 +51,7 @@ const METHOD_SCOPE: Readonly<Record<string, "operator.read" | "operator.write" |
   "agents.list": "operator.read",
   "deliveries.get": "operator.read",
   "deliveries.list": "operator.read",
+  "runs.list": "operator.read",
   "bindings.list": "operator.read",
   "sessions.subscribe": "operator.read",
   "sessions.unsubscribe": "operator.read",
