@@ -1,7 +1,8 @@
 // Child process of the pipelined-runs part (pipeline.ts): `node --import tsx bench/wire-server.child.ts <db> <token>`.
 // A gateway on a SQLite file with the scripted echo runner, listening on loopback: what `sessions-gateway serve`
-// runs, alone in its process so that its CPU is its own. Prints one JSON line `{ url }`; answers IPC messages:
-// "cpu" with its `process.cpuUsage()`, "stop" by closing and exiting. `--cpu-prof` in NODE_OPTIONS profiles it.
+// runs, alone in its process so that its CPU is its own. Sends `{ url }` over IPC once listening; answers IPC
+// messages: "cpu" with its `process.cpuUsage()`, "connections" with its open connections, "stop" by closing and
+// exiting. `--cpu-prof` in NODE_OPTIONS profiles it.
 import { createGateway, createScriptedRunner, createSqliteStore } from "@sessions/gateway";
 
 const [dbPath, token] = process.argv.slice(2);
@@ -20,6 +21,7 @@ send({ type: "listening", url: server.url });
 
 process.on("message", (message: unknown) => {
   if (message === "cpu") send({ type: "cpu", usage: process.cpuUsage() });
+  if (message === "connections") send({ type: "connections", count: server.connections() });
   if (message === "stop") {
     void gateway.close({ drainMs: 0 }).then(() => process.exit(0));
   }

@@ -487,7 +487,8 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         entry.cleanup();
         entry.reject(clientError("unavailable", "the client was closed", { requestSent: entry.sent }));
       }
-      failReady(clientError("unavailable", "the client was closed"));
+      // An error (and its stack) only for someone still waiting on ready().
+      if (readyWaiters.size > 0) failReady(clientError("unavailable", "the client was closed"));
       if (handshakeTimer !== undefined) clearTimeout(handshakeTimer);
       emit("disconnected", { code: 1000, reason: "client closed" }, { type: "event", event: "disconnected" });
       closing?.close(1000, "client closed");

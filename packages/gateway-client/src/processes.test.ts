@@ -80,6 +80,9 @@ describe("two processes over the wire", () => {
       client.callTool({ requesterKey: "main", name: "sessions_spawn", params: { task: "look" } }),
     )) as { status: string; childSessionKey: string };
     expect(spawned.status).toBe("accepted");
+    // The sub-agent just spawned (and its announce) may be under way: whatever is listed is under way.
+    const { runs } = await call("runs.list", () => client.runs.list());
+    for (const run of runs) expect(["queued", "running"]).toContain(run.status);
     const deliveries = await call("deliveries.list", () => client.deliveries.list({ sessionKey: "main" }));
     expect(deliveries.deliveries).toEqual([]);
     await expect(call("deliveries.get", () => client.deliveries.get({ id: "nope" }))).rejects.toMatchObject({

@@ -56,6 +56,8 @@ export interface FrameWriter {
   event(conn: Connection, event: string, payload: unknown): void;
   /** One event to many connections: the payload is serialised once, only `seq` differs between copies. */
   fanOut(conns: Iterable<Connection>, event: string, payload: unknown): void;
+  /** Writes what `conn` holds now, without waiting for the turn's end (the handshake: nothing else is coming). */
+  flush(conn: Connection): void;
 }
 
 export function createFrameWriter(limits: {
@@ -117,6 +119,11 @@ export function createFrameWriter(limits: {
     error,
     event(conn, event, payload) {
       raw(conn, `${eventPrefix(event, payload)}${++conn.seq}}`);
+    },
+    flush(conn) {
+      if (!conn.corked) return;
+      conn.corked = false;
+      conn.socket?.uncork();
     },
     fanOut(conns, event, payload) {
       let prefix: string | undefined;

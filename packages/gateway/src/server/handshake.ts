@@ -95,4 +95,6 @@ export function handleConnect(deps: HandshakeDeps, conn: Connection, id: string,
   if (conn.connectTimer !== undefined) clearTimeout(conn.connectTimer);
   bindCaller(deps.config, conn, who, p.scopes);
   out.ok(conn, id, hello(deps, conn, p.role ?? "operator"));
+  // The client waits for nothing else: hello-ok leaves now, not at the end of the turn.
+  out.flush(conn);
 }
