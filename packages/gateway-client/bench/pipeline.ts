@@ -92,13 +92,12 @@ async function startServer(dir: string, token: string) {
     },
   );
   type Answer = { type: string; url?: string; usage?: NodeJS.CpuUsage; count?: number };
-  const answers: ((message: Answer) => void)[] = [];
-  child.on("message", (message) => answers.shift()?.(message as never));
-  const next = () =>
-    new Promise<Answer>((resolve, reject) => {
-      answers.push(resolve);
-      child.once("exit", (code) => reject(new Error(`the server child exited (${code})`)));
-    });
+  const answers: { resolve(message: Answer): void; reject(error: Error): void }[] = [];
+  child.on("message", (message) => answers.shift()?.resolve(message as Answer));
+  child.once("exit", (code) => {
+    for (const answer of answers.splice(0)) answer.reject(new Error(`the server child exited (${code})`));
+  });
+  const next = () => new Promise<Answer>((resolve, reject) => answers.push({ resolve, reject }));
   const listening = await next();
   return {
     url: listening.url as string,

@@ -6,9 +6,12 @@
 // Targets on a 2-core machine: the wire adds ≤ 0.3 ms p50 to a trivial call; sessions.list (limit 100, 10,000
 // sessions) p50 ≤ 3 ms; chat.history (limit 50, 200,000 messages) p50 ≤ 2 ms; a fresh gateway process is
 // listening ≤ 300 ms after its first line of user code, with RSS ≤ 120 MB. Runs/s of agent + waitRun are
-// reported without a target.
+// reported without a target. Part 6, runs pipelined on one connection to a gateway in its own process (chat.send
+// then agent.wait, 500 in flight, 200 sessions): ≥ 60 % of the same calls in process and ≥ 50 % of the floor (the
+// SQL of a run on bare better-sqlite3, two transactions per run), server and client CPU per run reported, and
+// connect + hello ≤ 1 ms p50. `BENCH_ONLY=pipeline` runs part 6 alone; `BENCH_PROFILE_DIR=<dir>` profiles its server.
 // One file per part: harness.ts (sizes, timing, the table), seed.ts, overhead.ts (1), reads.ts (2, 3), runs.ts (4),
-// cold-start.ts (5).
+// cold-start.ts (5), pipeline.ts + wire-server.child.ts (6).
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
