@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { createGateway, createScriptedRunner, createSqliteStore, type Gateway } from "@sessions/gateway";
-import { type RunTemplates, rawSqliteRuns } from "../../gateway/bench/raw-sqlite.js";
+import { type RunTemplates, rawSqliteRuns, recordedTemplates } from "../../gateway/bench/raw-sqlite.js";
 import { createGatewayClient, type GatewayClient } from "../src/index.js";
 import { check, latencyRow, note, rows, SMALL, stats, TSX_LOADER } from "./harness.js";
 
@@ -121,17 +121,12 @@ async function startServer(dir: string, token: string) {
 
 /** A run as the gateway records it, for the floor's rows to have the same sizes. */
 async function templates(gateway: Gateway): Promise<RunTemplates> {
-  const { runId } = await gateway.chat.send({
+  const sent = await gateway.chat.send({
     sessionKey: "template",
     message: "m",
     idempotencyKey: randomUUID(),
   });
-  await gateway.agentWait({ runId, timeoutMs: 60_000 });
-  const run = await gateway.store.getRun(runId);
-  const entry = run && (await gateway.store.getEntry(run.sessionKey));
-  const [input, reply] = run ? await gateway.store.readMessages(run.sessionKey, { limit: 2 }) : [];
-  if (!run || !entry || !input || !reply) throw new Error("bench: the template run was not recorded");
-  return { entry, run, input, reply };
+  return recordedTemplates(gateway, sent.runId);
 }
 
 /**

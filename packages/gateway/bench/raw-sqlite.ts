@@ -3,7 +3,13 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createSqliteStore, type RunRecord, type StoredEntry, type StoredMessage } from "../src/index.js";
+import {
+  createSqliteStore,
+  type Gateway,
+  type RunRecord,
+  type StoredEntry,
+  type StoredMessage,
+} from "../src/index.js";
 import { startCheckpointer } from "../src/store/sqlite/checkpointer.js";
 import { prepareStatements } from "../src/store/sqlite/statements.js";
 import { type Rate, rate, start } from "./rate.js";
@@ -14,6 +20,16 @@ export interface RunTemplates {
   run: RunRecord;
   input: StoredMessage;
   reply: StoredMessage;
+}
+
+/** The records a finished run left (its entry, run, input and reply), as templates for the floor's rows. */
+export async function recordedTemplates(gateway: Gateway, runId: string): Promise<RunTemplates> {
+  await gateway.agentWait({ runId, timeoutMs: 60_000 });
+  const run = await gateway.store.getRun(runId);
+  const entry = run && (await gateway.store.getEntry(run.sessionKey));
+  const [input, reply] = run ? await gateway.store.readMessages(run.sessionKey, { limit: 2 }) : [];
+  if (!run || !entry || !input || !reply) throw new Error("bench: the template run was not recorded");
+  return { entry, run, input, reply };
 }
 
 /**

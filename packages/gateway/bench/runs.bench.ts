@@ -15,7 +15,7 @@ import {
   type SessionStore,
 } from "../src/index.js";
 import { type Rate, rate, start } from "./rate.js";
-import { type RunTemplates, rawSqliteRuns } from "./raw-sqlite.js";
+import { type RunTemplates, rawSqliteRuns, recordedTemplates } from "./raw-sqlite.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20_000);
 const SESSIONS = 256;
@@ -141,12 +141,7 @@ async function templates(gateway: Gateway): Promise<RunTemplates> {
     message: "m",
     idempotencyKey: randomUUID(),
   });
-  await gateway.agentWait({ runId, timeoutMs: 60_000 });
-  const run = await gateway.store.getRun(runId);
-  const entry = run && (await gateway.store.getEntry(run.sessionKey));
-  const [input, reply] = run ? await gateway.store.readMessages(run.sessionKey, { limit: 2 }) : [];
-  if (!run || !entry || !input || !reply) throw new Error("bench: the template run was not recorded");
-  return { entry, run, input, reply };
+  return recordedTemplates(gateway, runId);
 }
 
 const dir = mkdtempSync(join(tmpdir(), "sessions-runs-bench-"));

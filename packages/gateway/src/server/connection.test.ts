@@ -42,6 +42,9 @@ async function pair(): Promise<{
   };
 }
 
+/** The writer with the server's default limits. */
+const writer = () =>
+  createFrameWriter({ logger: silentLogger, maxBufferedBytes: 8 * 1024 * 1024, maxResponseBytes: 1 << 24 });
 const seqOf = (frame: string) => (JSON.parse(frame) as { seq: number }).seq;
 
 describe("the frame writer", () => {
@@ -54,11 +57,7 @@ describe("the frame writer", () => {
   it("holds a turn's frames in one cork and sends them all, in order, when the turn ends", async () => {
     open = await pair();
     const { conn, socket, received } = open;
-    const out = createFrameWriter({
-      logger: silentLogger,
-      maxBufferedBytes: 8 * 1024 * 1024,
-      maxResponseBytes: 1 << 24,
-    });
+    const out = writer();
     for (let i = 0; i < 200; i++) out.event(conn, "tick", { i });
     // Nothing has been written yet: the frames wait in the socket's cork until the turn ends.
     expect(socket.writableCorked).toBe(1);
@@ -72,11 +71,7 @@ describe("the frame writer", () => {
   it("never holds more than a cork's worth: a large frame and what came before it leave at once, order kept", async () => {
     open = await pair();
     const { conn, socket, received } = open;
-    const out = createFrameWriter({
-      logger: silentLogger,
-      maxBufferedBytes: 8 * 1024 * 1024,
-      maxResponseBytes: 1 << 24,
-    });
+    const out = writer();
     out.event(conn, "small", { i: 1 });
     out.event(conn, "large", { text: "x".repeat(200 * 1024) });
     // The large frame flushed the small one and was not corked itself.
