@@ -127,6 +127,32 @@ describe("operating a gateway from the console in Chromium", () => {
     });
   });
 
+  it("lists and aborts a run that started before the console opened", async () => {
+    await demo.gateway.call("chat.send", {
+      sessionKey: MAIN,
+      message: "slow, before anyone looked",
+      idempotencyKey: "slow-before",
+    });
+    await expect
+      .poll(async () => (await demo.gateway.runs.list({ sessionKey: MAIN })).runs.map((r) => r.status))
+      .toEqual(["running"]);
+    // A console opened now never heard the run start: it finds it with runs.list.
+    const late = await logIn(ADMIN);
+    await late.getByRole("button", { name: "Runs", exact: true }).click();
+    const card = late
+      .getByRole("list", { name: "Runs under way" })
+      .locator(`li.card[data-run="slow-before"]`);
+    await card.waitFor();
+    await expect(card.textContent()).resolves.toContain(MAIN);
+    await card.getByRole("button", { name: "Abort run", exact: true }).click();
+    await expect(
+      (await demo.gateway.call("agent.wait", { runId: "slow-before", timeoutMs: 60_000 })) as object,
+    ).toMatchObject({ status: "error" });
+    await card.waitFor({ state: "detached" });
+    await expect.poll(() => late.locator(".tag.state-aborted").count()).toBe(1);
+    await late.close();
+  });
+
   it("shows the outbox live: pending, retrying, delivered, failed, and a retry that delivers", async () => {
     await outbox(page);
     const held = page.locator("li.card").filter({ hasText: "#held" });

@@ -4,7 +4,7 @@ import type { ConsoleModel } from "../lib/console-model.js";
 import { ago, clock } from "../lib/format.js";
 import { useStore } from "../lib/store.js";
 
-/** Runs under way (and the last ones that ended), live from events, with abort. */
+/** Runs under way on the gateway (and the last ones that ended), live from events, with abort. */
 export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (key: string) => void }) {
   const runs = useStore(model.runs);
   const [error, setError] = useState<string | undefined>(undefined);
@@ -13,7 +13,9 @@ export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (
   return (
     <section aria-labelledby="runs-title" class="panel">
       <h2 id="runs-title">Runs</h2>
-      <p class="muted small">Runs this console has heard of since it connected.</p>
+      <p class="muted small">
+        Every run under way on the gateway, whenever it started; ended runs since this console connected.
+      </p>
       {error && (
         <p role="alert" class="error">
           {error}
@@ -25,7 +27,8 @@ export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (
         {running.map((run) => (
           <li key={run.runId} class="card" data-run={run.runId}>
             <div>
-              <span class="tag live">running</span> <code>{run.runId}</code> · started {ago(run.startedAt)}
+              {run.queued ? <span class="tag">queued</span> : <span class="tag live">running</span>}{" "}
+              <code>{run.runId}</code> · {run.queued ? "waiting since" : "started"} {ago(run.startedAt)}
               {run.lastTool && <span class="muted"> · last tool {run.lastTool}</span>}
             </div>
             <div>

@@ -47,8 +47,21 @@ export function createConsoleModel(client: GatewayClient, canWrite: boolean): Co
     }, 100);
   };
 
-  // Every run, session change and delivery: the console is an operator view.
-  void client.sessions.subscribe({ all: true }).catch(() => undefined);
+  // The runs under way now, whoever started them and on whichever gateway (a gateway without `runs.list`, such
+  // as OpenClaw's, leaves the console with the runs it hears of).
+  const listRuns = () =>
+    client.runs.list({ limit: LIST_LIMIT }).then(
+      (page) => {
+        if (!stopped) tracker.adopt(page.runs);
+      },
+      () => undefined,
+    );
+  // Every run, session change and delivery: the console is an operator view. Listed once subscribed, so a run
+  // that ends in between is heard of.
+  void client.sessions
+    .subscribe({ all: true })
+    .catch(() => undefined)
+    .then(listRuns);
   void load();
   void client.agents.list().then(
     (list) => agents.set(list.agents.map((a) => a.id)),
@@ -58,6 +71,7 @@ export function createConsoleModel(client: GatewayClient, canWrite: boolean): Co
   const offGap = onGap(() => {
     refreshSessions();
     void recheckRuns(client, tracker.runs);
+    void listRuns();
   });
 
   return {

@@ -1,13 +1,18 @@
-import type { AgentEventPayload } from "@sessions/core";
+import type { ActiveRunPayload, AgentEventPayload } from "@sessions/core";
 import type { GatewayClient } from "@sessions/gateway-client";
 import { textOf } from "./messages.js";
 import { createStore, type Store } from "./store.js";
 
-/** A run seen through events since this page connected (runs are not listable over the wire). */
+/**
+ * A run under way on the gateway (listed with `runs.list` when the page connects, and after a gap) or seen through
+ * events since: the last ones that ended are kept too.
+ */
 export interface LiveRun {
   runId: string;
   sessionKey?: string;
   startedAt: number;
+  /** Waiting for its session's lane (listed as queued, not yet started). */
+  queued?: boolean;
   /** The reply streamed so far. */
   text: string;
   lastTool?: string;
@@ -32,7 +37,11 @@ interface ChatEvent {
  * `agent` event names no session; the run's session comes from its first `chat` event, or from the transcript of a
  * session that just changed (its input message carries the runId).
  */
-export function trackRuns(client: GatewayClient): { runs: Store<LiveRun[]>; stop(): void } {
+export function trackRuns(client: GatewayClient): {
+  runs: Store<LiveRun[]>;
+  adopt(active: readonly ActiveRunPayload[]): void;
+  stop(): void;
+} {
   const runs = createStore<LiveRun[]>([]);
   const recentKeys = new Map<string, number>();
   const upsert = (runId: string, fn: (run: LiveRun) => LiveRun) =>
@@ -71,7 +80,12 @@ export function trackRuns(client: GatewayClient): { runs: Store<LiveRun[]>; stop
     if (typeof event?.runId !== "string") return;
     const data = (event.data ?? {}) as { phase?: string; type?: string; toolName?: string; error?: string };
     if (event.stream === "lifecycle" && data.phase === "start") {
-      upsert(event.runId, (r) => ({ ...r, state: "running", startedAt: event.ts ?? r.startedAt }));
+      upsert(event.runId, (r) => ({
+        ...r,
+        state: "running",
+        queued: false,
+        startedAt: event.ts ?? r.startedAt,
+      }));
       setTimeout(() => {
         if (
           runs
@@ -117,6 +131,21 @@ export function trackRuns(client: GatewayClient): { runs: Store<LiveRun[]>; stop
 
   return {
     runs,
+    /**
+     * Runs the gateway lists as under way (`runs.list`), for those that started before this page heard of them. A
+     * run already known is left as its events made it: one that ended while the list was on its way stays ended.
+     */
+    adopt(active) {
+      for (const run of active) {
+        if (runs.get().some((r) => r.runId === run.runId)) continue;
+        upsert(run.runId, (r) => ({
+          ...r,
+          sessionKey: run.sessionKey,
+          startedAt: run.startedAt ?? run.createdAt,
+          queued: run.status === "queued",
+        }));
+      }
+    },
     stop() {
       offAgent();
       offChat();
