@@ -45,6 +45,25 @@ function gatewayRow(entry: StoredEntry): GatewayRow {
   return row;
 }
 
+/** Rows with the runs under way in their sessions: one read for all of them, whichever gateway runs them. */
+async function gatewayRows(ctx: GatewayContext, entries: StoredEntry[]): Promise<GatewayRow[]> {
+  const active = new Map<string, string[]>();
+  if (entries.length > 0) {
+    for (const run of await activeRuns(ctx)) {
+      const ids = active.get(run.sessionKey);
+      if (ids === undefined) active.set(run.sessionKey, [run.runId]);
+      else ids.push(run.runId);
+    }
+  }
+  return entries.map((entry) => {
+    const row = gatewayRow(entry);
+    const runIds = active.get(entry.key);
+    row.hasActiveRun = runIds !== undefined;
+    if (runIds !== undefined) row.activeRunIds = runIds;
+    return row;
+  });
+}
+
 /** `sessions.*`: list, resolve, patch and delete for operators (no visibility rules: scopes guard these). */
 export const sessionMethods = {
   async "sessions.list"(ctx: GatewayContext, params: unknown): Promise<SessionsListPayload> {
@@ -68,27 +87,12 @@ export const sessionMethods = {
     );
     const page = filtered.slice(0, limit);
     const hasMore = entries.length > limit;
-    // The runs under way, by session: one read for the page, whichever gateway runs them.
-    const active = new Map<string, string[]>();
-    if (page.length > 0) {
-      for (const run of await activeRuns(ctx)) {
-        const ids = active.get(run.sessionKey);
-        if (ids === undefined) active.set(run.sessionKey, [run.runId]);
-        else ids.push(run.runId);
-      }
-    }
     return {
       ts: ctx.clock.now(),
       count: page.length,
       hasMore,
       nextOffset: hasMore ? offset + limit : null,
-      sessions: page.map((entry) => {
-        const row = gatewayRow(entry);
-        const runIds = active.get(entry.key);
-        row.hasActiveRun = runIds !== undefined;
-        if (runIds !== undefined) row.activeRunIds = runIds;
-        return row;
-      }),
+      sessions: await gatewayRows(ctx, page),
     };
   },
 
@@ -149,7 +153,8 @@ export const sessionMethods = {
       },
       "patched",
     );
-    return { ok: true as const, key, entry: gatewayRow(entry as StoredEntry) };
+    const [row] = await gatewayRows(ctx, [entry as StoredEntry]);
+    return { ok: true as const, key, entry: row as GatewayRow };
   },
 
   async "sessions.delete"(
