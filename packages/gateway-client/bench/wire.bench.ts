@@ -9,7 +9,8 @@
 // reported without a target. Part 6, runs pipelined on one connection to a gateway in its own process (chat.send
 // then agent.wait, 500 in flight, 200 sessions): ≥ 60 % of the same calls in process and ≥ 50 % of the floor (the
 // SQL of a run on bare better-sqlite3, two transactions per run), server and client CPU per run reported, and
-// connect + hello ≤ 1 ms p50. `BENCH_ONLY=pipeline` runs part 6 alone; `BENCH_PROFILE_DIR=<dir>` profiles its server.
+// connect + hello ≤ 1 ms p50. `BENCH_ONLY=pipeline` runs part 6 alone; `BENCH_PROFILE_DIR=<dir>` profiles its server
+// (summarise with `node scripts/profile-summary.mjs <file> --inclusive writev handleRequest`).
 // One file per part: harness.ts (sizes, timing, the table), seed.ts, overhead.ts (1), reads.ts (2, 3), runs.ts (4),
 // cold-start.ts (5), pipeline.ts + wire-server.child.ts (6).
 import { randomBytes } from "node:crypto";
