@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { createGateway, createScriptedRunner, createSqliteStore, type Gateway } from "@sessions/gateway";
 import { type RunTemplates, rawSqliteRuns, recordedTemplates } from "../../gateway/bench/raw-sqlite.js";
 import { createGatewayClient, type GatewayClient } from "../src/index.js";
-import { check, latencyRow, note, rows, SMALL, stats, TSX_LOADER } from "./harness.js";
+import { check, latencyRow, median, note, rows, SMALL, stats, TSX_LOADER, verdict } from "./harness.js";
 
 const RUNS = SMALL ? 2_000 : 20_000;
 const SESSIONS = 200;
@@ -172,16 +172,15 @@ export async function pipelineBench(dir: string): Promise<void> {
       floor: [] as number[],
       grouped: [] as number[],
     };
+    const floor = (perTransaction: number) =>
+      rawSqliteRuns(mkdtempSync(join(dir, "floor-")), shapes, RUNS, SESSIONS, perTransaction);
     for (let rep = 0; rep < REPEATS; rep++) {
       results.local.push(await batch(here, RUNS, `local-${rep}`));
       results.wire.push(await batch(wire, RUNS, `wire-${rep}`, server.cpu));
-      const floor = (perTransaction: number) =>
-        rawSqliteRuns(mkdtempSync(join(dir, "floor-")), shapes, RUNS, SESSIONS, perTransaction);
       results.floor.push((await floor(1)).perSecond);
       results.grouped.push((await floor(SESSIONS)).perSecond);
     }
 
-    const median = (xs: number[]) => stats(xs).p50;
     const localRate = median(results.local.map((b) => b.perSecond));
     const wireRate = median(results.wire.map((b) => b.perSecond));
     const floorRate = median(results.floor);
@@ -192,7 +191,7 @@ export async function pipelineBench(dir: string): Promise<void> {
         p50: "",
         "p95 / total": `${perSecond.toFixed(0)} runs/s (${range(all)})`,
         target,
-        verdict: ok === undefined ? "" : ok ? "ok" : "BELOW TARGET",
+        verdict: ok === undefined ? "" : verdict(ok),
       });
     rateRow(
       `in process: chat.send + agentWait, ${IN_FLIGHT} in flight, ${SESSIONS} sessions`,

@@ -35,8 +35,8 @@ export async function recordedTemplates(gateway: Gateway, runId: string): Promis
 /**
  * `runs` runs over `sessions` sessions. Each group of `perTransaction` runs is two transactions (one run per session
  * by default, as a busy store's group commit makes them): the starts (idempotency key lookup, session touch, input
- * message, run insert), then the ends (reply message, session touch, fenced run end). SQLite time alone: what is left of 100 µs per run
- * (10,000 runs/s) is all the gateway may spend.
+ * message, run insert), then the ends (reply message, session touch, fenced run end). SQLite time alone: what is
+ * left of 100 µs per run (10,000 runs/s) is all the gateway may spend.
  */
 export async function rawSqliteRuns(
   dir: string,

@@ -133,7 +133,5 @@ export async function harness(
  * busy machine is slow, not red) fails with its last error.
  */
 export async function eventually(assertion: () => void | Promise<void>, what = "assertion"): Promise<void> {
-  await waitFor(async () => {
-    await assertion();
-  }, what);
+  await waitFor(assertion, what);
 }

@@ -60,6 +60,14 @@ function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promi
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** What recording an attempt's outcome is, for the warning when the store makes it wait. */
+const RECORDING: Readonly<Record<DeliveryRecord["status"], string>> = {
+  queued: "scheduling a delivery's retry",
+  delivered: "recording a sent delivery",
+  suppressed: "recording a suppressed delivery",
+  failed: "recording a failed delivery",
+};
+
 /**
  * The durable outbox: every delivery is persisted before it is sent, retried with backoff, deduplicated by its
  * idempotency key, replayed after a restart, and ends `delivered`, `suppressed` (send policy) or `failed`.
@@ -89,12 +97,31 @@ export function createOutbox(deps: OutboxDeps) {
     record.leaseOwner !== deps.owner &&
     (record.leaseUntil ?? 0) > clock.now();
 
+  /**
+   * One store step of an attempt, waiting out a store outage (a database restarting) instead of dropping the
+   * attempt: a dropped one stays claimed by this gateway, and so unsent, until its claim lapses.
+   */
+  const stored = <T>(id: string, step: () => Promise<T>, what: string) =>
+    untilStored(step, {
+      clock,
+      stop: () => stopped,
+      onRetry: (error, attempt) => {
+        if (attempt === 1)
+          logger.warn(`the store is unavailable; ${what} when it is back`, { id, error: error.message });
+      },
+    });
+
   async function finish(record: DeliveryRecord, patch: Partial<DeliveryRecord>): Promise<DeliveryRecord> {
     // The claim ends with the attempt: a retry is claimed afresh when it is due, by whichever gateway comes first.
     const { leaseOwner: _owner, leaseUntil: _until, ...unleased } = record;
     const next = { ...unleased, ...patch, updatedAt: clock.now() };
     // Fenced: when this gateway stalled past its claim and another took the delivery over, its outcome stands.
-    if (!(await store.finishDelivery(next, deps.owner))) {
+    const finished = await stored(
+      record.id,
+      () => store.finishDelivery(next, deps.owner),
+      RECORDING[next.status],
+    );
+    if (!finished) {
       logger.warn("discarded a delivery outcome: another gateway took the delivery over", {
         id: record.id,
         discarded: next.status,
@@ -108,24 +135,11 @@ export function createOutbox(deps: OutboxDeps) {
   async function attempt(id: string): Promise<void> {
     if (inFlight.has(id) || stopped) return;
     inFlight.add(id);
-    // Each step waits out a store outage (a database restarting) instead of dropping the attempt: a dropped one
-    // stays claimed by this gateway, and so unsent, until its claim lapses.
-    let warned = false;
-    const stored = <T>(step: () => Promise<T>, what: string) =>
-      untilStored(step, {
-        clock,
-        stop: () => stopped,
-        onRetry: (error) => {
-          if (warned) return;
-          warned = true;
-          logger.warn(`the store is unavailable; ${what} when it is back`, { id, error: error.message });
-        },
-      });
     try {
-      const record = await stored(() => store.getDelivery(id), "sending a delivery");
+      const record = await stored(id, () => store.getDelivery(id), "sending a delivery");
       if (record === undefined || record.status !== "queued" || heldByOther(record)) return;
       if (record.kind !== "notice") {
-        const entry = await stored(() => store.getEntry(record.sessionKey), "sending a delivery");
+        const entry = await stored(id, () => store.getEntry(record.sessionKey), "sending a delivery");
         const explanation = explainSendPolicy({
           policy: deps.sendPolicy(),
           entry,
@@ -133,22 +147,17 @@ export function createOutbox(deps: OutboxDeps) {
           channel: record.channel,
         });
         if (explanation.decision === "deny") {
-          const lastError = describeSendPolicyDecision(explanation);
-          await stored(
-            () => finish(record, { status: "suppressed", lastError }),
-            "recording a suppressed delivery",
-          );
+          await finish(record, { status: "suppressed", lastError: describeSendPolicyDecision(explanation) });
           return;
         }
       }
       const adapter = deps.adapters.get(record.channel);
       if (adapter === undefined) {
-        const failed = {
-          status: "failed" as const,
+        await finish(record, {
+          status: "failed",
           attempts: record.attempts + 1,
           lastError: `No channel adapter for "${record.channel}"`,
-        };
-        await stored(() => finish(record, failed), "recording a failed delivery");
+        });
         return;
       }
       const target: DeliveryTarget = { channel: record.channel, to: record.to };
@@ -171,24 +180,21 @@ export function createOutbox(deps: OutboxDeps) {
         const message = error instanceof Error ? error.message : String(error);
         if (permanent || tries >= maxAttempts) {
           logger.warn("delivery failed", { id, channel: record.channel, attempts: tries, error: message });
-          const failed = { status: "failed" as const, attempts: tries, lastError: message };
-          await stored(() => finish(record, failed), "recording a failed delivery");
+          await finish(record, { status: "failed", attempts: tries, lastError: message });
           return;
         }
         const retryAfter = SessionsError.isInstance(error) ? error.retryAfterMs : undefined;
         const delay = typeof retryAfter === "number" && retryAfter >= 0 ? retryAfter : backoff(tries);
-        const retry = { attempts: tries, lastError: message, nextAttemptAt: clock.now() + delay };
-        await stored(() => finish(record, retry), "scheduling a delivery's retry");
+        await finish(record, { attempts: tries, lastError: message, nextAttemptAt: clock.now() + delay });
         schedule(clock.now() + delay);
         return;
       }
       // Sent: recorded as delivered once the store answers (a database restarting), never sent again meanwhile.
-      const delivered = {
-        status: "delivered" as const,
+      await finish(record, {
+        status: "delivered",
         attempts: record.attempts + 1,
         receipt: Array.isArray(receipt?.messageIds) ? receipt.messageIds.map(String) : [],
-      };
-      await stored(() => finish(record, delivered), "recording a sent delivery");
+      });
     } finally {
       inFlight.delete(id);
     }

@@ -4,8 +4,8 @@ import type { ActiveRun } from "../gateway.js";
 import { operatorKey } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
 
-/** What `runs.list` and the `sessions.list` rows say of a run under way. */
-export function activeRun(run: RunRecord): ActiveRun {
+/** What `runs.list` says of a run under way. */
+function activeRun(run: RunRecord): ActiveRun {
   const active: ActiveRun = {
     runId: run.runId,
     sessionKey: run.sessionKey,

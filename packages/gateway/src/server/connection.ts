@@ -67,13 +67,14 @@ export function createFrameWriter(limits: {
 }): FrameWriter {
   const { logger, maxBufferedBytes, maxResponseBytes } = limits;
   const corked: Connection[] = [];
+  /** Writes out what `conn`'s cork holds, if it holds any (a connection is listed again when corked again). */
+  const release = (conn: Connection) => {
+    if (!conn.corked) return;
+    conn.corked = false;
+    conn.socket?.uncork();
+  };
   const uncorkAll = () => {
-    for (const conn of corked.splice(0)) {
-      // Uncorked already (it filled up) and maybe corked again: one uncork undoes the cork still held, if any.
-      if (!conn.corked) continue;
-      conn.corked = false;
-      conn.socket?.uncork();
-    }
+    for (const conn of corked.splice(0)) release(conn);
   };
   function raw(conn: Connection, text: string): void {
     if (conn.ws.readyState !== WebSocket.OPEN) return;
@@ -86,10 +87,7 @@ export function createFrameWriter(limits: {
     const { socket } = conn;
     if (socket !== undefined) {
       // A cork holds at most about CORK_BYTES: more leaves at once, and a large frame is not held at all.
-      if (conn.corked && socket.writableLength + text.length > CORK_BYTES) {
-        conn.corked = false;
-        socket.uncork();
-      }
+      if (socket.writableLength + text.length > CORK_BYTES) release(conn);
       if (!conn.corked && text.length < CORK_BYTES) {
         conn.corked = true;
         socket.cork();
@@ -120,11 +118,7 @@ export function createFrameWriter(limits: {
     event(conn, event, payload) {
       raw(conn, `${eventPrefix(event, payload)}${++conn.seq}}`);
     },
-    flush(conn) {
-      if (!conn.corked) return;
-      conn.corked = false;
-      conn.socket?.uncork();
-    },
+    flush: release,
     fanOut(conns, event, payload) {
       let prefix: string | undefined;
       for (const conn of conns) {
