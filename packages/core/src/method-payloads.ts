@@ -130,6 +130,56 @@ export const ActiveRunSchema = z.looseObject({
 /** A run under way as the wire carries it. */
 export type ActiveRunPayload = z.infer<typeof ActiveRunSchema>;
 
+/** What made a run (`runs.tree`): `request`, `inbound`, `tool` (a tool call of `runId`) or `follow_up` (of `runId`). */
+export const RunCauseSchema = z.looseObject({
+  kind: z.string(),
+  runId: z.string().optional(),
+  toolCallId: z.string().optional(),
+  tool: z.string().optional(),
+  method: z.string().optional(),
+  channel: z.string().optional(),
+  messageId: z.string().optional(),
+  step: z.string().optional(),
+  turn: z.number().optional(),
+});
+
+/** One run of a tree (`runs.tree`): who caused it, where it ran, how it went, what it cost and delivered. */
+export const RunTreeNodeSchema = z.looseObject({
+  runId: z.string(),
+  /** The run that caused it (absent on the root, and on runs recorded before causes were). */
+  parentRunId: z.string().optional(),
+  cause: RunCauseSchema.optional(),
+  sessionKey: z.string(),
+  agentId: z.string(),
+  kind: z.string(),
+  status: z.enum(["queued", "running", "ok", "error", "timeout", "aborted"]),
+  createdAt: z.number(),
+  startedAt: z.number().optional(),
+  endedAt: z.number().optional(),
+  error: z.string().optional(),
+  usage: z
+    .looseObject({
+      inputTokens: z.number().optional(),
+      outputTokens: z.number().optional(),
+      totalTokens: z.number().optional(),
+      costUsd: z.number().optional(),
+    })
+    .optional(),
+  /** The outbox records the run produced (its reply, an announce of its follow-up), oldest first. */
+  deliveries: z.array(DeliveryRecordSchema),
+});
+/** One run of a tree as the wire carries it. */
+export type RunTreeNodePayload = z.infer<typeof RunTreeNodeSchema>;
+
+/** `runs.tree` payload: the tree's runs, oldest first; `truncated` when there were more than the limit. */
+export const RunTreePayloadSchema = z.looseObject({
+  rootRunId: z.string(),
+  runs: z.array(RunTreeNodeSchema),
+  truncated: z.boolean(),
+});
+/** `runs.tree` payload. */
+export type RunTreePayload = z.infer<typeof RunTreePayloadSchema>;
+
 /** `subscribed`: any subscription left; `keys`: the keys the call named, stored form; `runIds`: those under way. */
 export const SubscriptionPayloadSchema = z.looseObject({
   ok: z.literal(true),
@@ -181,6 +231,7 @@ export const METHOD_PAYLOADS = {
     agents: z.array(z.object({ id: z.string(), name: z.string().optional() })),
   }),
   "runs.list": z.looseObject({ runs: z.array(ActiveRunSchema) }),
+  "runs.tree": RunTreePayloadSchema,
   "deliveries.get": DeliveryRecordSchema,
   "deliveries.list": z.looseObject({ deliveries: z.array(DeliveryRecordSchema) }),
   "deliveries.retry": DeliveryRecordSchema,

@@ -294,6 +294,17 @@ export const RunsListMethodParams = z.strictObject({
   limit: z.int().min(1).max(1000).optional(),
 });
 
+/**
+ * `runs.tree` params (ours): the whole tree of runs `runId` belongs to. With `requesterKey`, as that session's tools
+ * would see it: runs of sessions it may not see are left out.
+ */
+export const RunsTreeMethodParams = z.strictObject({
+  runId: idText.trim().min(1),
+  requesterKey: optionalKey,
+  sandboxed: z.boolean().optional(),
+  limit: z.int().min(1).max(1000).optional(),
+});
+
 /** `deliveries.retry` params (ours): send a `failed` or `suppressed` delivery again. */
 export const DeliveriesRetryMethodParams = z.strictObject({ id: idText.min(1) });
 
@@ -332,6 +343,7 @@ export const METHOD_PARAMS = {
   "agent.wait": AgentWaitMethodParams,
   "agents.list": AgentsListMethodParams,
   "runs.list": RunsListMethodParams,
+  "runs.tree": RunsTreeMethodParams,
   "deliveries.get": DeliveriesGetMethodParams,
   "deliveries.list": DeliveriesListMethodParams,
   "deliveries.retry": DeliveriesRetryMethodParams,

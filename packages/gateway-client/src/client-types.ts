@@ -169,6 +169,11 @@ export interface GatewayClient {
      * one session, or of one status. To abort one: `chat.abort { sessionKey, runId }`.
      */
     list(params?: MethodParams<"runs.list">, options?: RequestOptions): Promise<MethodPayload<"runs.list">>;
+    /**
+     * `runs.tree` (ours): every run of the tree `runId` belongs to, oldest first: what caused each (`parentRunId`,
+     * `cause`), its session, status, times, usage and deliveries. With `requesterKey`, as that session may see it.
+     */
+    tree(params: MethodParams<"runs.tree">, options?: RequestOptions): Promise<MethodPayload<"runs.tree">>;
   };
   deliveries: {
     /** `deliveries.get`: one outbox record. */

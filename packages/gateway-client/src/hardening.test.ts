@@ -177,15 +177,26 @@ describe("server hardening", () => {
     expect(page.opened).toBe(false);
   });
 
-  it("forces sandboxing for a bound token that says so, and tells it only its method", async () => {
+  it("forces sandboxing for a bound token that says so, and tells it only its methods", async () => {
     const { gateway, server } = await start({
       auth: { token: "t", tokens: [{ token: "bot", requesterKey: "main", sandboxed: true }] },
     });
-    await gateway.agent({ message: "seed", idempotencyKey: "a" });
-    await gateway.agent({ message: "seed", idempotencyKey: "b", sessionKey: "agent:main:chat:group:ops" });
+    const own = await gateway.agent({ message: "seed", idempotencyKey: "a" });
+    const ops = await gateway.agent({
+      message: "seed",
+      idempotencyKey: "b",
+      sessionKey: "agent:main:chat:group:ops",
+    });
     const bot = client(server.url, { token: "bot" });
     const hello = await bot.ready();
-    expect(hello.features.methods).toEqual(["sessions.tools.call"]);
+    expect(hello.features.methods).toEqual(["sessions.tools.call", "runs.tree"]);
+    // The trees of runs it may see, as its requester: another session's run looks like none.
+    const tree = await bot.runs.tree({ runId: own.runId, requesterKey: "main" });
+    expect(tree.runs.map((run) => run.runId)).toEqual([own.runId]);
+    await expect(bot.runs.tree({ runId: ops.runId, requesterKey: "main" })).rejects.toMatchObject({
+      code: "not_found",
+    });
+    await expect(bot.runs.tree({ runId: own.runId })).rejects.toMatchObject({ detailsCode: "MISSING_SCOPE" });
     const seen = (await bot.callTool({
       requesterKey: "main",
       name: "sessions_list",

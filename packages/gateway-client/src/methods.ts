@@ -42,7 +42,10 @@ export function wireMethods(request: Call, subscriptions: Subscriptions): WireMe
     agentWait: (params, opts) =>
       request("agent.wait", params, { timeoutMs: (params.timeoutMs ?? 30_000) + 10_000, ...opts }),
     agents: { list: (opts) => request("agents.list", {}, opts) },
-    runs: { list: (params, opts) => request("runs.list", params ?? {}, opts) },
+    runs: {
+      list: (params, opts) => request("runs.list", params ?? {}, opts),
+      tree: (params, opts) => request("runs.tree", params, opts),
+    },
     deliveries: {
       get: (params, opts) => request("deliveries.get", params, opts),
       list: (params, opts) => request("deliveries.list", params ?? {}, opts),

@@ -270,6 +270,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     agents: { list: (params) => call("agents.list", params) as ReturnType<Gateway["agents"]["list"]> },
     runs: {
       list: (params) => call("runs.list", params) as ReturnType<Gateway["runs"]["list"]>,
+      tree: (params) => call("runs.tree", params) as ReturnType<Gateway["runs"]["tree"]>,
     },
     deliveries: {
       get: (params) => call("deliveries.get", params) as ReturnType<Gateway["deliveries"]["get"]>,

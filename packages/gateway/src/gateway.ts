@@ -19,7 +19,15 @@ import type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./clus
 import type { OutboxOptions } from "./delivery/outbox.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
-import type { DeliveryRecord, RunKind, SessionStore, StoredMessage } from "./store/types.js";
+import type {
+  DeliveryRecord,
+  RunCause,
+  RunKind,
+  RunStatus,
+  RunUsage,
+  SessionStore,
+  StoredMessage,
+} from "./store/types.js";
 
 /**
  * The public shape of a gateway: its options, the object `createGateway` returns, its events and payloads.
@@ -129,6 +137,8 @@ export interface Gateway {
   runs: {
     /** `runs.list`: the runs queued or running now, on every gateway of the store, oldest first. */
     list(params?: MethodParams<"runs.list">): Promise<{ runs: ActiveRun[] }>;
+    /** `runs.tree`: every run of the tree `runId` belongs to (what caused each, what it cost and delivered). */
+    tree(params: MethodParams<"runs.tree">): Promise<RunTree>;
   };
   deliveries: {
     /** `deliveries.get`: one outbox record. */
@@ -217,6 +227,32 @@ export interface ActiveRun {
   startedAt?: number | undefined;
   /** The gateway instance that runs it. */
   owner?: string | undefined;
+}
+
+/** One run of a tree (`runs.tree`): who caused it, where it ran, how it went, what it cost and delivered. */
+export interface RunTreeNode {
+  runId: string;
+  /** The run that caused it: absent on the root (and on runs recorded before causes were). */
+  parentRunId?: string | undefined;
+  cause?: RunCause | undefined;
+  sessionKey: string;
+  agentId: string;
+  kind: RunKind;
+  status: RunStatus;
+  createdAt: number;
+  startedAt?: number | undefined;
+  endedAt?: number | undefined;
+  error?: string | undefined;
+  usage?: RunUsage | undefined;
+  /** The outbox records it produced (its reply; the announce of its follow-up), oldest first. */
+  deliveries: DeliveryRecord[];
+}
+
+/** `runs.tree` payload: the tree's runs, oldest first; `truncated` when it has more than the limit. */
+export interface RunTree {
+  rootRunId: string;
+  runs: RunTreeNode[];
+  truncated: boolean;
 }
 
 /** `sessions.list` payload: one page of rows, `nextOffset` for the next. */

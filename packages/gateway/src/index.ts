@@ -22,6 +22,8 @@ export type {
   GatewayRow,
   GatewayTool,
   HistoryWireMessage,
+  RunTree,
+  RunTreeNode,
   SessionsListPayload,
   WaitResult,
 } from "./gateway.js";

@@ -1,5 +1,6 @@
 import { SessionsError } from "@sessions/core";
 import type pg from "pg";
+import { ROOT_OF_RUN } from "./operations.js";
 
 /** One step of the schema; `up` runs in its own transaction together with its row in `schema_migrations`. */
 export interface Migration {
@@ -301,6 +302,11 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 2,
     description: "a run's start and end as one statement each (run_start, run_end)",
     up: VERSION_2,
+  },
+  {
+    version: 3,
+    description: "the runs of a tree by their root (runs_root)",
+    up: (s) => `CREATE INDEX runs_root ON ${s}.runs (${ROOT_OF_RUN});`,
   },
 ];
 

@@ -32,6 +32,12 @@ export function toDelivery(row: DeliveryRow): DeliveryRecord {
   return record;
 }
 
+/**
+ * A run's `rootRunId`, read from its JSON text with a pattern rather than a cast to jsonb, which would fail on the
+ * escaped NUL Postgres's JSON types refuse. Inside a JSON string every quote is escaped, so only the key matches.
+ */
+export const ROOT_OF_RUN = `substring(data from '"rootRunId":"([^"]*)"')`;
+
 /** Names of the per-record locks units take (see `Db.lock`); one session lock covers entry and transcript. */
 export const lockName = {
   session: (key: string) => `s:${key}`,
@@ -241,6 +247,15 @@ export function createOperations(s: string) {
       const { rows } = await db.query<DataRow>(
         `SELECT data FROM ${s}.runs WHERE status = ANY($1::text[]) ORDER BY run_id`,
         [[...statuses]],
+      );
+      return parseAll<RunRecord>(rows);
+    },
+    async listRunTree(db: Db, rootRunId: string, limit: number): Promise<RunRecord[]> {
+      // The expression is the index's (runs_root, migration 3), word for word.
+      const { rows } = await db.query<DataRow>(
+        `SELECT data FROM ${s}.runs WHERE run_id = $1 OR ${ROOT_OF_RUN} = $1
+           ORDER BY substring(data from '"createdAt":([0-9]+)')::bigint, run_id LIMIT $2`,
+        [rootRunId, limit],
       );
       return parseAll<RunRecord>(rows);
     },

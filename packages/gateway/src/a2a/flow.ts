@@ -1,5 +1,6 @@
 import { isAnnounceSkip, isReplySkip, resolveAnnounceTarget } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
+import { causedBy } from "../runs/cause.js";
 import { runAndWait } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
@@ -49,6 +50,7 @@ async function replyBackAndAnnounce(
       const run = await runAndWait(ctx, {
         sessionKey: speaker,
         kind: "ping_pong",
+        ...causedBy(primary, { kind: "follow_up", runId: primary.runId, step: "reply_back", turn }),
         input: {
           role: "user",
           content: latest,
@@ -72,6 +74,7 @@ async function replyBackAndAnnounce(
   const announce = await runAndWait(ctx, {
     sessionKey: targetKey,
     kind: "announce",
+    ...causedBy(primary, { kind: "follow_up", runId: primary.runId, step: "announce" }),
     input: {
       role: "user",
       content: [

@@ -115,6 +115,11 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
     prepare: record,
     sessionKey: key,
     kind: "chat",
+    cause: {
+      kind: "inbound",
+      channel,
+      ...(inbound.messageId === undefined ? {} : { messageId: inbound.messageId }),
+    },
     input: {
       role: "user",
       content: inbound.text,

@@ -70,6 +70,7 @@ export const agentMethods = {
     const { run } = await startRun(ctx, {
       sessionKey: key,
       kind: "agent",
+      cause: { kind: "request", method: "agent" },
       input: { role: "user", content: p.message, ts: ctx.clock.now(), ...(provenance ? { provenance } : {}) },
       idempotencyKey: p.idempotencyKey,
       ...(deliverTo === undefined ? {} : { deliverTo }),

@@ -66,6 +66,7 @@ export const chatMethods = {
       preferredRunId: p.idempotencyKey,
       sessionKey: key,
       kind: "chat",
+      cause: { kind: "request", method: "chat.send" },
       input: { role: "user", content: p.message, ts: ctx.clock.now() },
       idempotencyKey: p.idempotencyKey,
       ...(deliverTo === undefined ? {} : { deliverTo }),

@@ -129,7 +129,7 @@ function runRequest(
     input,
     system: spec.system ?? [],
     get tools() {
-      tools ??= toolContext === null ? [] : buildTools(ctx, toolContext, run.runId);
+      tools ??= toolContext === null ? [] : buildTools(ctx, toolContext, run);
       return tools;
     },
     set tools(value) {

@@ -5,6 +5,7 @@ import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type {
   AcquireLease,
+  RunCause,
   RunKind,
   RunRecord,
   StoredEntry,
@@ -24,6 +25,10 @@ export interface RunSpec {
   followUp?: RunRecord["followUp"] | undefined;
   sessionKey: string;
   kind: RunKind;
+  /** What made the run, and (unless it starts a tree) its tree's root and the trace context it continues. */
+  cause: RunCause;
+  rootRunId?: string | undefined;
+  traceparent?: string | undefined;
   input: TranscriptMessage;
   idempotencyKey?: string | undefined;
   deliverTo?: DeliveryContext | undefined;
@@ -132,7 +137,10 @@ async function record(
     createdAt: now,
     ...(startsNow ? { startedAt: now } : {}),
     owner: ctx.owner,
+    cause: spec.cause,
   };
+  if (spec.rootRunId !== undefined) run.rootRunId = spec.rootRunId;
+  if (spec.traceparent !== undefined) run.traceparent = spec.traceparent;
   if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
   if (spec.followUp !== undefined) run.followUp = spec.followUp;
   const started = await recordRunStart(

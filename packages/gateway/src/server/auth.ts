@@ -11,7 +11,7 @@ import { wireError } from "./wire-errors.js";
 /** One accepted token of `ListenOptions.auth.tokens`: an operator token, or one bound to a requester session. */
 export interface GatewayToken {
   token: string;
-  /** When set, this token may only call `sessions.tools.call` as this requester session. */
+  /** When set, this token may only call `sessions.tools.call` and `runs.tree` as this requester session. */
   requesterKey?: string | undefined;
   /** With `requesterKey`: the tools always run sandboxed, whatever the request says. */
   sandboxed?: boolean | undefined;
@@ -52,6 +52,7 @@ const METHOD_SCOPE: Readonly<Record<string, "operator.read" | "operator.write" |
   "deliveries.get": "operator.read",
   "deliveries.list": "operator.read",
   "runs.list": "operator.read",
+  "runs.tree": "operator.read",
   "bindings.list": "operator.read",
   "sessions.subscribe": "operator.read",
   "sessions.unsubscribe": "operator.read",
@@ -63,6 +64,9 @@ const METHOD_SCOPE: Readonly<Record<string, "operator.read" | "operator.write" |
   "sessions.tools.call": "operator.write",
   "sessions.delete": "operator.admin",
 };
+
+/** What a token bound to a requester session may call, naming that session as `requesterKey`. */
+export const BOUND_METHODS: ReadonlySet<string> = new Set(["sessions.tools.call", "runs.tree"]);
 
 function hasScope(scopes: readonly string[], needed: string): boolean {
   if (scopes.includes("operator.admin")) return true;
@@ -138,11 +142,11 @@ export function checkAccess(
   params: unknown,
 ): WireError | undefined {
   if (caller.boundRequester !== undefined) {
-    if (method === "sessions.tools.call" && requesterOf(config, params) === caller.boundRequester) return;
+    if (BOUND_METHODS.has(method) && requesterOf(config, params) === caller.boundRequester) return;
     return wireError(
       "FORBIDDEN",
       "MISSING_SCOPE",
-      `this token may only call sessions.tools.call as ${caller.boundRequester}`,
+      `this token may only call sessions.tools.call and runs.tree as ${caller.boundRequester}`,
       { details: { code: "MISSING_SCOPE", missingScope: "operator.write" } },
     );
   }

@@ -10,7 +10,7 @@ import {
   type SessionsConfig,
   toStoreKey,
 } from "@sessions/core";
-import { type Authenticate, bindCaller } from "./auth.js";
+import { type Authenticate, BOUND_METHODS, bindCaller } from "./auth.js";
 import type { Connection, FrameWriter } from "./connection.js";
 import { wireError } from "./wire-errors.js";
 
@@ -46,7 +46,7 @@ function hello(deps: HandshakeDeps, conn: Connection, role: string): HelloOk {
             events: [...GATEWAY_EVENTS],
             capabilities: [...GATEWAY_CAPABILITIES, dmScopeCapability(config.session.dmScope)],
           }
-        : { methods: ["sessions.tools.call"], events: ["connect.challenge", "tick", "shutdown"] },
+        : { methods: [...BOUND_METHODS], events: ["connect.challenge", "tick", "shutdown"] },
     snapshot: {
       presence: [],
       health: { ok: true, ts: now },

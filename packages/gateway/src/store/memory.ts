@@ -189,6 +189,13 @@ export function createMemoryStore(): SessionStore {
     listPendingFollowUps() {
       return [...runs.values()].filter((r) => r.followUp !== undefined && r.followUpDone !== true).map(clone);
     },
+    listRunTree(rootRunId, limit) {
+      return [...runs.values()]
+        .filter((r) => r.runId === rootRunId || r.rootRunId === rootRunId)
+        .sort((a, b) => a.createdAt - b.createdAt || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0))
+        .slice(0, limit)
+        .map(clone);
+    },
     enqueueDelivery(record) {
       const existingId = deliveryByKey.get(record.idempotencyKey);
       const existing = existingId === undefined ? undefined : deliveries.get(existingId);

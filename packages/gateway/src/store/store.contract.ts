@@ -128,6 +128,23 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
       await store.close();
     });
 
+    it("lists the runs of a tree from its root, oldest first, up to a limit", async () => {
+      const store = await open();
+      const cause = { kind: "tool" as const, runId: "root", toolCallId: "root:1", tool: "sessions_send" };
+      await store.putRun(run("root", { createdAt: 10, cause: { kind: "request", method: "agent" } }));
+      await store.putRun(run("c2", { createdAt: 30, rootRunId: "root", cause }));
+      await store.putRun(run("c1", { createdAt: 20, rootRunId: "root", cause, status: "ok" }));
+      // A reply that spells the field out is not a field: only the record's own `rootRunId` counts.
+      await store.putRun(run("other", { createdAt: 15, reply: '{"rootRunId":"root"} \u0000' }));
+      await store.putRun(run("other-child", { createdAt: 16, rootRunId: "other" }));
+      expect((await store.listRunTree("root", 10)).map((r) => r.runId)).toEqual(["root", "c1", "c2"]);
+      expect((await store.listRunTree("root", 2)).map((r) => r.runId)).toEqual(["root", "c1"]);
+      expect(await store.listRunTree("c1", 10)).toMatchObject([{ runId: "c1", rootRunId: "root", cause }]);
+      expect((await store.listRunTree("other", 10)).map((r) => r.runId)).toEqual(["other", "other-child"]);
+      expect(await store.listRunTree("nope", 10)).toEqual([]);
+      await store.close();
+    });
+
     it("replaces every field on a second put: the indexed ones too", async () => {
       const store = await open();
       await store.putEntry(entry("agent:main:e", 1, { label: "a", kind: "group", sessionId: "s1" }));

@@ -39,6 +39,21 @@ export interface RunUsage {
   costUsd?: number | undefined;
 }
 
+/**
+ * What made a run: a wire or API request, an adapter's inbound message, a session tool call of another run
+ * (`sessions_send`, `sessions_spawn`), or work that follows another run's end (a reply-back turn, an announce).
+ */
+export type RunCause =
+  | { kind: "request"; method: string }
+  | { kind: "inbound"; channel: string; messageId?: string | undefined }
+  | { kind: "tool"; runId: string; toolCallId: string; tool: string }
+  | {
+      kind: "follow_up";
+      runId: string;
+      step: "reply_back" | "announce" | "subagent_announce";
+      turn?: number | undefined;
+    };
+
 /** A stored run: its session, input, status, reply, usage and follow-up work. */
 export interface RunRecord {
   runId: string;
@@ -65,6 +80,12 @@ export interface RunRecord {
   followUpDone?: boolean | undefined;
   /** The gateway instance that runs it; recovery takes over only runs whose owner's lease has lapsed. */
   owner?: string | undefined;
+  /** What made this run (absent on runs recorded before causes were). */
+  cause?: RunCause | undefined;
+  /** The first run of this run's tree; absent on a root (its tree's id is its own `runId`). */
+  rootRunId?: string | undefined;
+  /** The W3C `traceparent` of the span that caused the run (a caller's, or a span of the run that caused it). */
+  traceparent?: string | undefined;
 }
 
 /** Where an outbox record is: `queued`, or how it ended. */
@@ -253,6 +274,8 @@ export interface StoreOps {
   listRunsByStatus(statuses: readonly RunStatus[]): Promise<RunRecord[]>;
   /** Runs with a `followUp` not yet marked done. */
   listPendingFollowUps(): Promise<RunRecord[]>;
+  /** The runs of one tree: the root `rootRunId` and every run whose `rootRunId` it is, at most `limit`, oldest first. */
+  listRunTree(rootRunId: string, limit: number): Promise<RunRecord[]>;
 
   /** Inserts unless a record with the same idempotency key exists; returns the stored one either way. */
   enqueueDelivery(record: DeliveryRecord): Promise<{ record: DeliveryRecord; created: boolean }>;

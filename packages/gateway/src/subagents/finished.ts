@@ -2,6 +2,7 @@ import { formatSubagentAnnounce, isAnnounceSkip, normalizeDeliveryContext } from
 import type { DeliveryTarget } from "../adapter.js";
 import { unbind } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
+import { causedBy } from "../runs/cause.js";
 import { runAndWait } from "../runs/wait.js";
 import { deleteSession, touchEntry } from "../sessions/entries.js";
 import type { DeliveryRecord, RunRecord, StoredEntry, SubagentRecord } from "../store/types.js";
@@ -37,6 +38,7 @@ export async function subagentFinished(ctx: GatewayContext, childKey: string, ru
     const announce = await runAndWait(ctx, {
       sessionKey: childKey,
       kind: "subagent_announce",
+      ...causedBy(run, { kind: "follow_up", runId: run.runId, step: "subagent_announce" }),
       input: {
         role: "user",
         content: `Announce step: the run ended with status ${outcome}${run.error ? ` (${run.error})` : ""}. Summarise for the requester as "Result:" and "Notes:" sections, or reply ANNOUNCE_SKIP to stay silent.`,

@@ -1,6 +1,7 @@
 import { parseToolParams, SessionsError, type SessionToolName, sessionTools } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { GatewayTool } from "../gateway.js";
+import type { CausingRun, ToolCall } from "../runs/cause.js";
 import { agentsListTool } from "./agents.js";
 import { historyTool } from "./history.js";
 import { listTool } from "./list.js";
@@ -12,11 +13,12 @@ import { allowedToolNames, type ToolContext, toolNotAllowed } from "./tool-conte
  * The tools a run of `tool.requesterKey` gets, bound to it. Inside a run (`runId` set) each call and its result
  * are written to the transcript; a tool that throws answers `{ status: "error" }` instead of failing the run.
  */
-export function buildTools(ctx: GatewayContext, tool: ToolContext, runId?: string): GatewayTool[] {
+export function buildTools(ctx: GatewayContext, tool: ToolContext, run?: CausingRun): GatewayTool[] {
+  const runId = run?.runId;
   const allowed = allowedToolNames(ctx, tool);
   const tools: GatewayTool[] = [];
   let counter = 0;
-  const record = async (name: string, params: unknown, exec: () => Promise<unknown>) => {
+  const record = async (name: string, params: unknown, exec: (call?: ToolCall) => Promise<unknown>) => {
     const toolCallId = `${runId ?? "direct"}:${++counter}`;
     if (runId !== undefined) {
       await ctx.store.appendMessage(tool.requesterKey, {
@@ -28,7 +30,7 @@ export function buildTools(ctx: GatewayContext, tool: ToolContext, runId?: strin
     }
     let result: unknown;
     try {
-      result = await exec();
+      result = await exec(run === undefined ? undefined : { run, toolCallId });
     } catch (error) {
       result = SessionsError.isInstance(error)
         ? { status: "error", code: error.code, error: error.message }
@@ -51,7 +53,8 @@ export function buildTools(ctx: GatewayContext, tool: ToolContext, runId?: strin
       description: contract.description,
       parameters: contract.parameters,
       jsonSchema: contract.jsonSchema,
-      execute: (params) => record(contract.name, params, () => executeTool(ctx, tool, contract.name, params)),
+      execute: (params) =>
+        record(contract.name, params, (call) => executeTool(ctx, tool, contract.name, params, call)),
     });
   }
   for (const extra of ctx.extraTools) {
@@ -67,6 +70,8 @@ export async function executeTool(
   tool: ToolContext,
   name: SessionToolName,
   raw: unknown,
+  /** The run and tool call it is made in; undefined for a call from outside any run (`sessions.tools.call`). */
+  call?: ToolCall,
 ): Promise<unknown> {
   if (!allowedToolNames(ctx, tool).has(name)) return toolNotAllowed(name);
   switch (name) {
@@ -75,9 +80,9 @@ export async function executeTool(
     case "sessions_history":
       return historyTool(ctx, tool, parseToolParams("sessions_history", raw));
     case "sessions_send":
-      return sendTool(ctx, tool, parseToolParams("sessions_send", raw));
+      return sendTool(ctx, tool, parseToolParams("sessions_send", raw), call);
     case "sessions_spawn":
-      return spawnTool(ctx, tool, parseToolParams("sessions_spawn", raw));
+      return spawnTool(ctx, tool, parseToolParams("sessions_spawn", raw), call);
     case "agents_list":
       parseToolParams("agents_list", raw);
       return agentsListTool(ctx, tool);

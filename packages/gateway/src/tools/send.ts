@@ -2,6 +2,7 @@ import type { parseToolParams, SessionsSendResult } from "@sessions/core";
 import { agentToAgentFlow } from "../a2a/flow.js";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
 import type { GatewayContext } from "../context.js";
+import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { waitRun } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
@@ -13,6 +14,7 @@ export async function sendTool(
   ctx: GatewayContext,
   tool: ToolContext,
   params: ReturnType<typeof parseToolParams<"sessions_send">>,
+  call?: ToolCall,
 ): Promise<SessionsSendResult> {
   const resolved = await resolveTarget(ctx, tool, params.sessionKey, "send");
   if (!("entry" in resolved)) return resolved;
@@ -21,6 +23,7 @@ export async function sendTool(
   const { run } = await startRun(ctx, {
     sessionKey: target.key,
     kind: "inter_session",
+    ...toolCause(call, "sessions_send"),
     input: {
       role: "user",
       content: params.message,

@@ -9,6 +9,7 @@ import {
 import { interSession } from "../a2a/provenance.js";
 import { bindThread } from "../bindings/bind.js";
 import type { GatewayContext } from "../context.js";
+import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { channelFor, ensureEntry } from "../sessions/entries.js";
 import type { SubagentRecord } from "../store/types.js";
@@ -20,6 +21,7 @@ export async function spawnTool(
   ctx: GatewayContext,
   tool: ToolContext,
   params: ReturnType<typeof parseToolParams<"sessions_spawn">>,
+  call?: ToolCall,
 ): Promise<SessionsSpawnResult> {
   const { config, store, clock } = ctx;
   const defaults = config.agents.defaults.subagents;
@@ -108,6 +110,7 @@ export async function spawnTool(
     runId,
     sessionKey: childKey,
     kind: "subagent",
+    ...toolCause(call, "sessions_spawn"),
     input: {
       role: "user",
       content: params.task,

@@ -243,6 +243,7 @@ export function createSqliteOperations(
       return parseAll<RunRecord>(s.runsByStatus.all(JSON.stringify(statuses)) as Row[]);
     },
     listPendingFollowUps: () => parseAll<RunRecord>(s.pendingFollowUps.all() as Row[]),
+    listRunTree: (root, limit) => parseAll<RunRecord>(s.runTree.all({ root, limit }) as Row[]),
     enqueueDelivery(record) {
       const result = enqueue(record);
       if (result.created) {

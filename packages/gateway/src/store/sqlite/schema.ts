@@ -128,6 +128,13 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: "the runs of a tree by their root (runs_root)",
+    up(db) {
+      db.exec("CREATE INDEX runs_root ON runs (json_extract(data, '$.rootRunId'))");
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

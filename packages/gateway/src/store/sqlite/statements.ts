@@ -50,6 +50,9 @@ const SQL = {
   // One JSON array parameter, whatever the number of statuses: the SQL text never depends on it.
   runsByStatus: "SELECT data FROM runs WHERE status IN (SELECT value FROM json_each(?))",
   pendingFollowUps: "SELECT data FROM runs WHERE follow_up_pending = 1",
+  // The expression is the index's (runs_root, schema version 3), word for word.
+  runTree: `SELECT data FROM runs WHERE run_id = @root OR json_extract(data, '$.rootRunId') = @root
+       ORDER BY json_extract(data, '$.createdAt'), run_id LIMIT @limit`,
   insertDelivery: `INSERT INTO deliveries (id, idempotency_key, session_key, run_id, status, next_attempt_at, created_at,
          lease_owner, lease_until, data)
        VALUES (@id, @idempotencyKey, @sessionKey, @runId, @status, @nextAttemptAt, @createdAt,

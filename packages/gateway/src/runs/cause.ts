@@ -1,0 +1,21 @@
+import type { RunCause, RunRecord } from "../store/types.js";
+
+/** A run that causes others: its id, its tree and the trace context its children continue. */
+export type CausingRun = Pick<RunRecord, "runId" | "rootRunId" | "traceparent">;
+
+/** A tool call made inside a run: the run and the call's id (as its transcript records it). */
+export interface ToolCall {
+  run: CausingRun;
+  toolCallId: string;
+}
+
+/** The place in `parent`'s tree of a run it causes: the cause, and the tree's root. */
+export function causedBy(parent: CausingRun, cause: RunCause): { cause: RunCause; rootRunId: string } {
+  return { cause, rootRunId: parent.rootRunId ?? parent.runId };
+}
+
+/** A run started by a session tool: by the calling run's tool call, or (no run) by a wire or API request. */
+export function toolCause(call: ToolCall | undefined, tool: string): { cause: RunCause; rootRunId?: string } {
+  if (call === undefined) return { cause: { kind: "request", method: "sessions.tools.call" } };
+  return causedBy(call.run, { kind: "tool", runId: call.run.runId, toolCallId: call.toolCallId, tool });
+}
