@@ -1,13 +1,19 @@
-import type { Logger, SessionsConfig } from "@sessions/core";
-import type { ChannelAdapterV1 } from "./adapter.js";
+import type { Logger, SessionsConfig, Visibility } from "@sessions/core";
+import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
 import type { Clock, DeadlineTimer } from "./clock.js";
-import type { ClusterRuntime } from "./cluster/index.js";
-import type { Outbox } from "./delivery/outbox.js";
-import type { GatewayEvent } from "./gateway.js";
+import type { GatewayEvent } from "./events.js";
 import type { Lanes } from "./lanes.js";
+import type { Lifecycle } from "./lifecycle.js";
+import type { RunTable } from "./run-table.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
-import type { RunTable } from "./runs/run-table.js";
-import type { RunRecord, SessionStore } from "./store/types.js";
+import type {
+  AcquireLease,
+  DeliveryKind,
+  DeliveryRecord,
+  RunRecord,
+  SessionStore,
+  StoreOps,
+} from "./store/types.js";
 
 /** The chat platforms this gateway can deliver to, by canonical channel id, and the aliases users type. */
 export interface Channels {
@@ -19,6 +25,74 @@ export interface Channels {
 export interface Tasks {
   track<T>(promise: Promise<T>): Promise<T>;
   readonly closed: boolean;
+}
+
+/** Who is calling a session tool: the requester session and what it may see and do. */
+export interface ToolContext {
+  requesterKey: string;
+  agentId: string;
+  sandboxed: boolean;
+  depth: number;
+  isSubagent: boolean;
+  /** The session's own visibility override (`sessions.patch`), taken when the run starts. */
+  visibility?: Visibility | undefined;
+}
+
+/** A delivery written inside a unit of work: call `committed()` once the unit has committed, to send it. */
+export interface RecordedDelivery {
+  record: DeliveryRecord;
+  committed(): void;
+}
+
+/** A delivery to store and send. */
+export interface EnqueueDelivery {
+  idempotencyKey: string;
+  kind: DeliveryKind;
+  sessionKey: string;
+  runId?: string | undefined;
+  target: DeliveryTarget;
+  text: string;
+  /** Recorded as `suppressed` right away (with this reason) instead of being sent. */
+  suppressedReason?: string | undefined;
+}
+
+/** The durable outbox (`delivery/outbox.ts`): every delivery is stored before it is attempted. */
+export interface Outbox {
+  /** Stores a delivery and starts sending it (deduplicated by its idempotency key). */
+  enqueue(input: EnqueueDelivery): Promise<DeliveryRecord>;
+  /** Writes a delivery through `tx` (the store itself by default), claimed by this gateway, not yet sent. */
+  record(input: EnqueueDelivery, tx?: StoreOps): Promise<RecordedDelivery>;
+  /** The record a delivery is stored as, for a unit of work that writes it itself. */
+  draft(input: EnqueueDelivery): DeliveryRecord;
+  /** After the unit that stored a drafted delivery committed: a new one starts sending (or is reported). */
+  committed(enqueued: { record: DeliveryRecord; created: boolean }): void;
+  /** Sends everything queued (at start, after a restart, after recovery freed claims). */
+  replay(): Promise<void>;
+  /** Waits for attempts under way, at most `timeoutMs`. */
+  drain(timeoutMs?: number): Promise<void>;
+  stop(): void;
+}
+
+/** The lane lease a task runs under, which it may give up with its last write (`released` says it did). */
+export interface LaneHold {
+  readonly lease: { name: string; owner: string };
+  released(): void;
+}
+
+/** What the run modules use of cluster mode (`cluster/`): the session lanes shared by every gateway on the store. */
+export interface ClusterRuntime {
+  /**
+   * Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by the run's start); the
+   * task may give the lane up with its last write (`hold`).
+   */
+  lane<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken?: boolean): Promise<T>;
+  /**
+   * The session's lane lease as this gateway asks for it now: a run whose start takes it is recorded `running` at
+   * once; one whose start cannot is `queued` until it gets the lane.
+   */
+  laneLease(sessionKey: string): AcquireLease;
+  /** Gives back a lane a run's start took for a run that was not created after all. */
+  giveLane(sessionKey: string): Promise<void>;
 }
 
 /** Per-key locks for read-modify-write steps the store's transactions do not cover (they span adapter calls). */
@@ -46,6 +120,8 @@ export interface GatewayContext {
   readonly locks: Locks;
   readonly tasks: Tasks;
   readonly timers: { readonly archive: DeadlineTimer; readonly bindings: DeadlineTimer };
+  /** The session tools of a run, bound to `tool.requesterKey` (wired in by `createGateway`: tools start runs). */
+  toolsFor(tool: ToolContext, run: RunRecord): RunnerTool[];
   /** Extra tools every agent gets (filtered for sub-agents by `tools.subagents.tools`). */
   readonly extraTools: readonly RunnerTool[];
   /** Model ids `sessions_spawn({ model })` accepts; undefined = any. */
@@ -57,6 +133,6 @@ export interface GatewayContext {
   emit(event: GatewayEvent): void;
   /** False while no one would hear an event (no subscriber, no cluster): hot paths then skip building it. */
   listening?(): boolean;
-  /** Told of every run as soon as it is recorded, before it can emit an event (the server routes by it). */
-  onRunCreated?(run: RunRecord): void;
+  /** The hooks of runs and deliveries: follow-ups, tracing and event routing subscribe to them. */
+  readonly lifecycle: Lifecycle;
 }

@@ -6,6 +6,7 @@ import {
   SessionsError,
   silentLogger,
 } from "@sessions/core";
+import { followAgentToAgent } from "./a2a/flow.js";
 import type { ChannelAdapterV1 } from "./adapter.js";
 import { sweepBindings, threadClosed } from "./bindings/expiry.js";
 import { createDeadlineTimer, systemClock } from "./clock.js";
@@ -21,18 +22,19 @@ import { createOutbox } from "./delivery/outbox.js";
 import type { Gateway, GatewayEvent, GatewayOptions } from "./gateway.js";
 import { receive } from "./inbound/receive.js";
 import { Lanes } from "./lanes.js";
+import { Lifecycle } from "./lifecycle.js";
 import { dispatch } from "./methods/index.js";
 import { callTool } from "./methods/tools.js";
+import { RunTable } from "./run-table.js";
 import { holdGatewayLease } from "./runs/ownership.js";
 import { recoverRuns } from "./runs/recovery.js";
-import { RunTable } from "./runs/run-table.js";
 import { isFinal } from "./runs/wait.js";
 import type { CreatedRun } from "./server/event-routing.js";
 import { type GatewayServer, listenGateway } from "./server/listen.js";
 import { operatorKey } from "./sessions/entries.js";
 import { createSqliteStore } from "./store/sqlite.js";
 import { sweepArchive } from "./subagents/archive.js";
-import { cleanupAfterAnnounce } from "./subagents/finished.js";
+import { followSubagents } from "./subagents/finished.js";
 import { buildTools } from "./tools/build.js";
 import { markSandboxed, toolContextFor } from "./tools/tool-context.js";
 
@@ -111,6 +113,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const cluster = clusterSettings(options.cluster, store);
   let clustered: ReturnType<typeof startCluster> | undefined;
   const connections = new Set<HeldConnection>();
+  const lifecycle = new Lifecycle(logger);
   const ctx: GatewayContext = {
     owner,
     config,
@@ -129,7 +132,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       owner,
       onFinal: (record) => {
         emit({ type: "delivery", record });
-        if (record.kind === "subagent_announce") tasks.track(cleanupAfterAnnounce(ctx, record));
+        lifecycle.emit("deliveryFinal", record);
       },
     }),
     runs: new RunTable(config.agents.defaults.subagents.maxConcurrent),
@@ -147,11 +150,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     emit,
     listening: () => listeners.size > 0 || clustered !== undefined,
-    onRunCreated: (run) => {
+    lifecycle,
+    toolsFor: (tool, run) => buildTools(ctx, tool, run),
+  };
+  // What follows a run or a delivery, in the modules it belongs to.
+  lifecycle.subscribe(followAgentToAgent(ctx));
+  lifecycle.subscribe(followSubagents(ctx));
+  // Servers and the cluster route events by run: they learn of each run before it can emit.
+  lifecycle.subscribe({
+    accepted(run) {
       clustered?.runCreated(run);
       announceRun(run);
     },
-  };
+  });
   function announceRun(run: CreatedRun): void {
     for (const watcher of runWatchers) {
       try {

@@ -1,6 +1,4 @@
 import type {
-  AgentEventPayload,
-  ChatEventPayload,
   ChatType,
   DeliveryContext,
   GatewayMethodName,
@@ -17,6 +15,7 @@ import type { ChannelAdapterV1 } from "./adapter.js";
 import type { Clock } from "./clock.js";
 import type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./cluster/index.js";
 import type { OutboxOptions } from "./delivery/outbox.js";
+import type { GatewayEvent } from "./events.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
 import type {
@@ -60,12 +59,7 @@ export interface GatewayOptions {
   cluster?: boolean | ClusterOptions | undefined;
 }
 
-/** What `gateway.subscribe` reports: run events (`chat`, `agent`), session changes and delivery receipts. */
-export type GatewayEvent =
-  | ({ type: "chat" } & ChatEventPayload)
-  | ({ type: "agent" } & AgentEventPayload)
-  | { type: "sessions.changed"; key: string; reason: string }
-  | { type: "delivery"; record: DeliveryRecord };
+export type { GatewayEvent } from "./events.js";
 
 /** A run's outcome from `agentWait`; `timeout` without `endedAt` means the wait ran out, not the run. */
 export interface WaitResult {

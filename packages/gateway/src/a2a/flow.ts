@@ -1,11 +1,22 @@
 import { isAnnounceSkip, isReplySkip, resolveAnnounceTarget } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
+import type { LifecycleHooks } from "../lifecycle.js";
 import { causedBy } from "../runs/cause.js";
 import { runAndWait } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";
 import { agentToAgentContext, interSession } from "./provenance.js";
+
+/** The reply-back loop and announce step follow every `sessions_send` run this gateway ends (or takes over). */
+export function followAgentToAgent(ctx: GatewayContext): Partial<LifecycleHooks> {
+  return {
+    ended(run, followUps) {
+      if (followUps && run.followUp?.kind === "agent_to_agent" && run.followUpDone !== true)
+        ctx.tasks.track(agentToAgentFlow(ctx, run));
+    },
+  };
+}
 
 /** Runs the follow-up of a `sessions_send` run and marks it done (so a restart resumes it only if needed). */
 export async function agentToAgentFlow(ctx: GatewayContext, primary: RunRecord): Promise<void> {

@@ -1,32 +1,13 @@
-import type { GatewayContext } from "../context.js";
+import type { ClusterRuntime, GatewayContext } from "../context.js";
 import type { GatewayEvent } from "../gateway.js";
 import { isFinal } from "../runs/wait.js";
 import type { CreatedRun } from "../server/event-routing.js";
-import type { AcquireLease } from "../store/types.js";
-import { createClusterLanes, type LaneHold } from "./lanes.js";
+import { createClusterLanes } from "./lanes.js";
 import type { ClusterSettings } from "./options.js";
 import { createEventRelay } from "./remote-events.js";
 
 export { type ExclusiveConnection, type HeldConnection, holdExclusiveConnection } from "./connections.js";
-export type { LaneHold } from "./lanes.js";
 export { type ClusterOptions, type ClusterSettings, clusterSettings } from "./options.js";
-
-/** What the run modules use of cluster mode: the session lanes shared by every gateway on the store. */
-export interface ClusterRuntime {
-  readonly settings: ClusterSettings;
-  /**
-   * Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by the run's start); the
-   * task may give the lane up with its last write (`hold`).
-   */
-  lane<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken?: boolean): Promise<T>;
-  /**
-   * The session's lane lease as this gateway asks for it now: a run whose start takes it is recorded `running` at
-   * once; one whose start cannot is `queued` until it gets the lane.
-   */
-  laneLease(sessionKey: string): AcquireLease;
-  /** Gives back a lane a run's start took for a run that was not created after all. */
-  giveLane(sessionKey: string): Promise<void>;
-}
 
 /** What cluster mode needs of the gateway around it, beyond the context. */
 export interface ClusterHooks {
@@ -94,7 +75,6 @@ export function startCluster(
   }, settings.recoveryIntervalMs);
   timer.unref();
   return {
-    settings,
     lane: (sessionKey, task, taken) => lanes.run(sessionKey, task, taken),
     laneLease: (sessionKey) => lanes.lease(sessionKey),
     giveLane: (sessionKey) => lanes.give(sessionKey),

@@ -1,4 +1,5 @@
 import type { Clock } from "../clock.js";
+import type { LaneHold } from "../context.js";
 import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
 import type { AcquireLease, AcquireLeaseResult, SessionStore } from "../store/types.js";
 import { isTransientStoreError } from "../store/until-stored.js";
@@ -8,12 +9,6 @@ const POLL_MIN_MS = 20;
 const POLL_MAX_MS = 500;
 
 export const laneLeaseName = (sessionKey: string) => `lane:${sessionKey}`;
-
-/** The lane lease a task runs under, which it may give up with its last write (`released` says it did). */
-export interface LaneHold {
-  readonly lease: { name: string; owner: string };
-  released(): void;
-}
 
 /**
  * One run at a time per session across every gateway on the store: a run executes while its gateway holds the

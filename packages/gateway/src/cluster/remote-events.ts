@@ -1,7 +1,7 @@
 import type { GatewayContext } from "../context.js";
 import type { GatewayEvent } from "../gateway.js";
+import type { RunTable } from "../run-table.js";
 import { emitFinal, emitStart } from "../runs/run-events.js";
-import type { RunTable } from "../runs/run-table.js";
 import { isFinal } from "../runs/wait.js";
 import type { CreatedRun } from "../server/event-routing.js";
 import type { RunRecord, StoreChange } from "../store/types.js";

@@ -7,8 +7,9 @@ import {
 } from "@sessions/core";
 import type { ChannelAdapterV1, DeliveryTarget } from "../adapter.js";
 import { type Clock, createDeadlineTimer } from "../clock.js";
+import type { EnqueueDelivery, Outbox, RecordedDelivery } from "../context.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
-import type { DeliveryKind, DeliveryRecord, SessionStore, StoreOps } from "../store/types.js";
+import type { DeliveryRecord, SessionStore, StoreOps } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
 
 /** Retry policy of the delivery outbox (`GatewayOptions.outbox`). */
@@ -34,23 +35,6 @@ export interface OutboxDeps {
   options?: OutboxOptions | undefined;
 }
 
-/** A delivery written inside a unit of work: call `committed()` once the unit has committed, to send it. */
-export interface RecordedDelivery {
-  record: DeliveryRecord;
-  committed(): void;
-}
-
-export interface EnqueueDelivery {
-  idempotencyKey: string;
-  kind: DeliveryKind;
-  sessionKey: string;
-  runId?: string | undefined;
-  target: DeliveryTarget;
-  text: string;
-  /** Recorded as `suppressed` right away (with this reason) instead of being sent. */
-  suppressedReason?: string | undefined;
-}
-
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -72,7 +56,7 @@ const RECORDING: Readonly<Record<DeliveryRecord["status"], string>> = {
  * The durable outbox: every delivery is persisted before it is sent, retried with backoff, deduplicated by its
  * idempotency key, replayed after a restart, and ends `delivered`, `suppressed` (send policy) or `failed`.
  */
-export function createOutbox(deps: OutboxDeps) {
+export function createOutbox(deps: OutboxDeps): Outbox {
   const { store, clock, logger } = deps;
   const maxAttempts = deps.options?.maxAttempts ?? 6;
   const baseDelay = deps.options?.baseDelayMs ?? 1000;
@@ -288,5 +272,3 @@ export function createOutbox(deps: OutboxDeps) {
     },
   };
 }
-
-export type Outbox = ReturnType<typeof createOutbox>;

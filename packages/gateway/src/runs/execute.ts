@@ -1,21 +1,19 @@
 import { SessionsError } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
-import type { LaneHold } from "../cluster/lanes.js";
-import type { GatewayContext } from "../context.js";
+import type { GatewayContext, LaneHold } from "../context.js";
+import { RunAborted, type RunControl, RunTimeout } from "../run-table.js";
 import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
 import { type LentMessages, readHistory } from "../store/history.js";
 import { recordRunEnd } from "../store/run-units.js";
 import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
-import { buildTools } from "../tools/build.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
-import { RunAborted, type RunControl, RunTimeout } from "./run-table.js";
-import type { RunSpec } from "./start.js";
+import type { RunSpec } from "./spec.js";
 import { isFinal } from "./wait.js";
 
 /**
  * Runs one queued run on its lane: marks it running, hands the runner the history window and tools, records the
- * reply and usage, queues the reply's delivery, records the end and wakes waiters, then starts `onSettled`.
+ * reply and usage, queues the reply's delivery, records the end, wakes waiters and raises `ended`.
  */
 export async function executeRun(
   ctx: GatewayContext,
@@ -56,6 +54,7 @@ export async function executeRun(
       ctx.runs.update(run);
     }
     emitStart(ctx, run);
+    ctx.lifecycle.emit("started", run);
     if (spec.timeoutMs !== undefined && spec.timeoutMs > 0) {
       const seconds = Math.round(spec.timeoutMs / 1000);
       timer = clock.setTimeout(() => control.abort(new RunTimeout(seconds)), spec.timeoutMs);
@@ -94,7 +93,7 @@ export async function executeRun(
   emitFinal(ctx, run);
   ctx.runs.settle(run);
   // A discarded end leaves the run's follow-up work to the gateway that recovered it.
-  if (spec.onSettled !== undefined && !discarded.has(run)) ctx.tasks.track(spec.onSettled(run));
+  ctx.lifecycle.emit("ended", run, !discarded.has(run));
   return run;
 }
 
@@ -129,7 +128,7 @@ function runRequest(
     input,
     system: spec.system ?? [],
     get tools() {
-      tools ??= toolContext === null ? [] : buildTools(ctx, toolContext, run);
+      tools ??= toolContext === null ? [] : ctx.toolsFor(toolContext, run);
       return tools;
     },
     set tools(value) {

@@ -1,8 +1,6 @@
 import { parseSessionKey } from "@sessions/core";
-import { agentToAgentFlow } from "../a2a/flow.js";
 import type { GatewayContext } from "../context.js";
 import type { RunRecord } from "../store/types.js";
-import { subagentFinished } from "../subagents/finished.js";
 import { ownerLiveness } from "./ownership.js";
 import { isFinal } from "./wait.js";
 
@@ -88,11 +86,13 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
     const mine = await takeOver(ctx, run, stored !== undefined);
     if (mine === undefined) continue;
     await store.putSubagent({ ...record, status: "running" });
-    ctx.tasks.track(subagentFinished(ctx, record.childKey, mine));
+    // Its announce (and cleanup) follow, as they follow a child's run ending here.
+    ctx.lifecycle.emit("ended", mine, true);
   }
   for (const run of await store.listPendingFollowUps()) {
     if (!isFinal(run.status) || !(await gone(run.owner))) continue;
     const mine = await takeOver(ctx, run, true);
-    if (mine !== undefined) ctx.tasks.track(agentToAgentFlow(ctx, mine));
+    // The reply-back loop and announce resume, as they follow a `sessions_send` run ending here.
+    if (mine !== undefined) ctx.lifecycle.emit("ended", mine, true);
   }
 }

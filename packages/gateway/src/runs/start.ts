@@ -1,50 +1,14 @@
-import { type DeliveryContext, SessionsError, type TranscriptMessage } from "@sessions/core";
-import type { LaneHold } from "../cluster/lanes.js";
-import type { GatewayContext } from "../context.js";
+import { SessionsError } from "@sessions/core";
+import type { GatewayContext, LaneHold } from "../context.js";
 import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
-import type {
-  AcquireLease,
-  RunCause,
-  RunKind,
-  RunRecord,
-  StoredEntry,
-  StoredMessage,
-  StoreOps,
-} from "../store/types.js";
-import type { ToolContext } from "../tools/tool-context.js";
+import type { AcquireLease, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
 import { executeRun } from "./execute.js";
-import { agentIdOfKey } from "./key-agent.js";
+import type { RunSpec } from "./spec.js";
 
-/** Everything needed to start a run; `tools: null` runs without tools (announce steps). */
-export interface RunSpec {
-  /** Set when the caller must know the id before the run exists (sub-agent records). */
-  runId?: string | undefined;
-  /** The id the run gets unless another run already has it (`chat.send` uses its idempotency key). */
-  preferredRunId?: string | undefined;
-  followUp?: RunRecord["followUp"] | undefined;
-  sessionKey: string;
-  kind: RunKind;
-  /** What made the run, and (unless it starts a tree) its tree's root and the trace context it continues. */
-  cause: RunCause;
-  rootRunId?: string | undefined;
-  traceparent?: string | undefined;
-  input: TranscriptMessage;
-  idempotencyKey?: string | undefined;
-  deliverTo?: DeliveryContext | undefined;
-  system?: string[] | undefined;
-  tools: ToolContext | null;
-  timeoutMs?: number | undefined;
-  model?: string | undefined;
-  thinking?: string | undefined;
-  subagentSlot?: boolean | undefined;
-  /**
-   * Writes that belong with the start of a new run, in its unit of work (after the idempotency check, before the
-   * input message): an inbound message's route and session touch. Not called for a repeated idempotency key.
-   */
-  prepare?: ((tx: StoreOps) => Promise<void>) | undefined;
-  onSettled?: ((run: RunRecord) => Promise<void>) | undefined;
-}
+export type { RunSpec } from "./spec.js";
+
+import { agentIdOfKey } from "./key-agent.js";
 
 /**
  * Records a run as one unit of work — idempotency check, the input message, the run, the session touched — and
@@ -143,21 +107,29 @@ async function record(
   if (spec.traceparent !== undefined) run.traceparent = spec.traceparent;
   if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
   if (spec.followUp !== undefined) run.followUp = spec.followUp;
-  const started = await recordRunStart(
-    ctx.store,
-    {
-      sessionKey: spec.sessionKey,
-      idempotencyKey: spec.idempotencyKey,
-      runId: spec.runId,
-      preferredRunId: spec.preferredRunId,
-      freshRunId: timeOrderedId(),
-      now,
-      input: spec.input,
-      run,
-      lease: slot?.lease,
-    },
-    spec.prepare,
-  );
+  ctx.lifecycle.emit("recording", run);
+  let started: Awaited<ReturnType<typeof recordRunStart>>;
+  try {
+    started = await recordRunStart(
+      ctx.store,
+      {
+        sessionKey: spec.sessionKey,
+        idempotencyKey: spec.idempotencyKey,
+        runId: spec.runId,
+        preferredRunId: spec.preferredRunId,
+        freshRunId: timeOrderedId(),
+        now,
+        input: spec.input,
+        run,
+        lease: slot?.lease,
+      },
+      spec.prepare,
+    );
+  } catch (error) {
+    ctx.lifecycle.emit("declined", run);
+    throw error;
+  }
+  if (!started.created) ctx.lifecycle.emit("declined", run);
   const taken = started.lease?.acquired === true;
   return started.created
     ? { run: started.run, input: started.input, entry: started.entry, taken }
@@ -174,7 +146,7 @@ function schedule(
   slot: LaneSlot | undefined,
 ): void {
   const control = ctx.runs.register(run);
-  ctx.onRunCreated?.(run);
+  ctx.lifecycle.emit("accepted", run);
   // Recorded running: nothing of the session ran between its start and now, here or (lane taken) elsewhere.
   const known = run.status === "running" ? { entry } : undefined;
   const execute = (lane?: LaneHold) => executeRun(ctx, run, spec, input, control, known, lane);

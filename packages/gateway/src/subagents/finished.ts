@@ -2,6 +2,7 @@ import { formatSubagentAnnounce, isAnnounceSkip, normalizeDeliveryContext } from
 import type { DeliveryTarget } from "../adapter.js";
 import { unbind } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
+import type { LifecycleHooks } from "../lifecycle.js";
 import { causedBy } from "../runs/cause.js";
 import { runAndWait } from "../runs/wait.js";
 import { deleteSession, touchEntry } from "../sessions/entries.js";
@@ -15,6 +16,21 @@ function outcomeOf(run: RunRecord): NonNullable<SubagentRecord["outcome"]> {
   if (run.status === "timeout") return "timeout";
   if (run.status === "error" || run.status === "aborted") return "error";
   return "unknown";
+}
+
+/**
+ * A spawned child's run ending (here, or taken over from a gateway that is gone) starts its announce; a `delete`
+ * child goes once that announce is delivered or given up.
+ */
+export function followSubagents(ctx: GatewayContext): Partial<LifecycleHooks> {
+  return {
+    ended(run, followUps) {
+      if (followUps && run.kind === "subagent") ctx.tasks.track(subagentFinished(ctx, run.sessionKey, run));
+    },
+    deliveryFinal(delivery) {
+      if (delivery.kind === "subagent_announce") ctx.tasks.track(cleanupAfterAnnounce(ctx, delivery));
+    },
+  };
 }
 
 /** SPEC 6: the child's announce step, normalised, posted to the requester; then cleanup or archive. */
@@ -135,7 +151,7 @@ async function announceToRequester(
 }
 
 /** After a `cleanup: "delete"` child's announce is delivered (or gave up), the child goes. */
-export async function cleanupAfterAnnounce(ctx: GatewayContext, delivery: DeliveryRecord): Promise<void> {
+async function cleanupAfterAnnounce(ctx: GatewayContext, delivery: DeliveryRecord): Promise<void> {
   const childKey = delivery.idempotencyKey.slice(ANNOUNCE_PREFIX.length);
   const record = await ctx.store.getSubagent(childKey);
   if (record?.cleanup === "delete" && record.status === "done") await deleteSession(ctx, childKey);

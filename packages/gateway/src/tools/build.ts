@@ -1,7 +1,8 @@
 import { parseToolParams, SessionsError, type SessionToolName, sessionTools } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { GatewayTool } from "../gateway.js";
-import type { CausingRun, ToolCall } from "../runs/cause.js";
+import type { ToolCall } from "../runs/cause.js";
+import type { RunRecord } from "../store/types.js";
 import { agentsListTool } from "./agents.js";
 import { historyTool } from "./history.js";
 import { listTool } from "./list.js";
@@ -13,7 +14,7 @@ import { allowedToolNames, type ToolContext, toolNotAllowed } from "./tool-conte
  * The tools a run of `tool.requesterKey` gets, bound to it. Inside a run (`runId` set) each call and its result
  * are written to the transcript; a tool that throws answers `{ status: "error" }` instead of failing the run.
  */
-export function buildTools(ctx: GatewayContext, tool: ToolContext, run?: CausingRun): GatewayTool[] {
+export function buildTools(ctx: GatewayContext, tool: ToolContext, run?: RunRecord): GatewayTool[] {
   const runId = run?.runId;
   const allowed = allowedToolNames(ctx, tool);
   const tools: GatewayTool[] = [];
@@ -28,14 +29,19 @@ export function buildTools(ctx: GatewayContext, tool: ToolContext, run?: Causing
         runId,
       });
     }
+    const call = { toolCallId, tool: name, params };
+    if (run !== undefined) ctx.lifecycle.emit("toolCalled", run, call);
     let result: unknown;
+    let failure: string | undefined;
     try {
       result = await exec(run === undefined ? undefined : { run, toolCallId });
     } catch (error) {
+      failure = error instanceof Error ? error.message : String(error);
       result = SessionsError.isInstance(error)
         ? { status: "error", code: error.code, error: error.message }
-        : { status: "error", error: error instanceof Error ? error.message : String(error) };
+        : { status: "error", error: failure };
     }
+    if (run !== undefined) ctx.lifecycle.emit("toolReturned", run, call, result, failure);
     if (runId !== undefined) {
       await ctx.store.appendMessage(tool.requesterKey, {
         role: "toolResult",

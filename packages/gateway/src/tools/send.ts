@@ -1,5 +1,4 @@
 import type { parseToolParams, SessionsSendResult } from "@sessions/core";
-import { agentToAgentFlow } from "../a2a/flow.js";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
 import type { GatewayContext } from "../context.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
@@ -38,7 +37,6 @@ export async function sendTool(
       requesterChannel: sourceChannel,
       request: params.message,
     },
-    onSettled: (primary) => agentToAgentFlow(ctx, primary),
   });
   const sessionKey = displayKey(ctx, tool, target.key);
   if (params.timeoutSeconds === 0) {

@@ -13,7 +13,6 @@ import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { channelFor, ensureEntry } from "../sessions/entries.js";
 import type { SubagentRecord } from "../store/types.js";
-import { subagentFinished } from "../subagents/finished.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
 /** `sessions_spawn` (SPEC 6): checks, reserves a child slot, creates the child (thread-bound if asked), runs it. */
@@ -125,7 +124,6 @@ export async function spawnTool(
     ...(model === undefined ? {} : { model }),
     ...(params.thinking === undefined ? {} : { thinking: params.thinking }),
     subagentSlot: true,
-    onSettled: (finished) => subagentFinished(ctx, childKey, finished),
   });
   return { status: "accepted", runId: run.runId, childSessionKey: childKey, mode: params.mode };
 }

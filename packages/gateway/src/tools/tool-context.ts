@@ -4,22 +4,13 @@ import {
   parseSessionKey,
   resolveVisibility,
   sessionTools,
-  type Visibility,
 } from "@sessions/core";
-import type { GatewayContext } from "../context.js";
+import type { GatewayContext, ToolContext } from "../context.js";
+
+export type { ToolContext } from "../context.js";
+
 import { updateEntry } from "../sessions/entries.js";
 import type { StoredEntry } from "../store/types.js";
-
-/** Who is calling a session tool: the requester session and what it may see and do. */
-export interface ToolContext {
-  requesterKey: string;
-  agentId: string;
-  sandboxed: boolean;
-  depth: number;
-  isSubagent: boolean;
-  /** The session's own visibility override (`sessions.patch`), taken when the run starts. */
-  visibility?: Visibility | undefined;
-}
 
 /**
  * The tool context of a session. Sandboxing belongs to the session: the entry's flag, the agent's config or the

@@ -1,5 +1,5 @@
-import { Lanes, Semaphore } from "../lanes.js";
-import type { RunRecord } from "../store/types.js";
+import { Lanes, Semaphore } from "./lanes.js";
+import type { RunRecord } from "./store/types.js";
 
 /**
  * The abort switch of a run this process holds. Most runs are never aborted: the `AbortSignal` a runner sees is

@@ -1,0 +1,98 @@
+import type { Logger } from "@sessions/core";
+import type { DeliveryRecord, RunRecord } from "./store/types.js";
+
+/** A tool call inside a run, as the lifecycle reports it. */
+/** A run as it is about to be recorded: its id is chosen as it is written. */
+export type RunDraft = Omit<RunRecord, "runId" | "inputSeq" | "idempotencyKey">;
+
+export interface ToolCallInfo {
+  toolCallId: string;
+  tool: string;
+  params: unknown;
+}
+
+/** How one attempt to send a delivery went. */
+export interface DeliveryAttemptInfo {
+  startedAt: number;
+  endedAt: number;
+  /** `retry`: it failed and will be tried again; the others are final. */
+  outcome: "delivered" | "suppressed" | "failed" | "retry";
+  error?: string | undefined;
+  /** The platform's message ids, when delivered. */
+  receipt?: readonly string[] | undefined;
+}
+
+/**
+ * What happens to runs and deliveries, in order: the hooks a module subscribes to instead of being called by name
+ * from where a run ends. Every hook is called synchronously; one that has async work tracks it (`ctx.tasks`).
+ */
+export interface LifecycleHooks {
+  /**
+   * A run is about to be recorded: a subscriber may add to its record (tracing adds its span's context). Called
+   * again for a retried start; `declined` follows when the start recorded nothing new.
+   */
+  recording(run: RunDraft): void;
+  /** The start recorded nothing new (a repeated idempotency key, or a failed write): undo what `recording` began. */
+  declined(run: RunDraft): void;
+  /** The run is recorded (queued or running), before it can emit any event. */
+  accepted(run: RunRecord): void;
+  /** It starts executing here. */
+  started(run: RunRecord): void;
+  /** The runner called a tool. */
+  toolCalled(run: RunRecord, call: ToolCallInfo): void;
+  /** The tool answered (`result`), or threw (`error`, and `result` is the error result the runner got). */
+  toolReturned(run: RunRecord, call: ToolCallInfo, result: unknown, error?: string): void;
+  /**
+   * The run ended. `followUps`: this gateway does what follows it (its own recorded end, or one it took over from a
+   * gateway that is gone); false when another gateway's end stood (it does them).
+   */
+  ended(run: RunRecord, followUps: boolean): void;
+  /** One attempt to send a delivery was made. */
+  deliveryAttempted(delivery: DeliveryRecord, attempt: DeliveryAttemptInfo): void;
+  /** A delivery reached its final status (`delivered`, `suppressed` or `failed`). */
+  deliveryFinal(delivery: DeliveryRecord): void;
+}
+
+export type LifecycleEvent = keyof LifecycleHooks;
+
+/** The subscribers of each hook; `emit` calls them in order, and one that throws is logged, never rethrown. */
+export class Lifecycle {
+  readonly #subscribers = new Map<LifecycleEvent, ((...args: never[]) => void)[]>();
+
+  constructor(private readonly logger: Pick<Logger, "error">) {}
+
+  /** Subscribes to some hooks; returns the unsubscribe. */
+  subscribe(hooks: Partial<LifecycleHooks>): () => void {
+    const added: [LifecycleEvent, (...args: never[]) => void][] = [];
+    for (const [event, fn] of Object.entries(hooks) as [LifecycleEvent, (...args: never[]) => void][]) {
+      const list = this.#subscribers.get(event) ?? [];
+      list.push(fn);
+      this.#subscribers.set(event, list);
+      added.push([event, fn]);
+    }
+    return () => {
+      for (const [event, fn] of added) {
+        const list = this.#subscribers.get(event) ?? [];
+        const at = list.indexOf(fn);
+        if (at >= 0) list.splice(at, 1);
+      }
+    };
+  }
+
+  /** Whether anyone listens to `event` (hot paths skip building what no one reads). */
+  has(event: LifecycleEvent): boolean {
+    return (this.#subscribers.get(event)?.length ?? 0) > 0;
+  }
+
+  emit<E extends LifecycleEvent>(event: E, ...args: Parameters<LifecycleHooks[E]>): void {
+    const list = this.#subscribers.get(event);
+    if (list === undefined) return;
+    for (const fn of list) {
+      try {
+        (fn as unknown as (...a: Parameters<LifecycleHooks[E]>) => void)(...args);
+      } catch (error) {
+        this.logger.error(`a ${event} hook threw`, { error: String(error) });
+      }
+    }
+  }
+}

@@ -1,0 +1,33 @@
+import type { DeliveryContext, TranscriptMessage } from "@sessions/core";
+import type { ToolContext } from "../context.js";
+import type { RunCause, RunKind, RunRecord, StoreOps } from "../store/types.js";
+
+/** Everything needed to start a run; `tools: null` runs without tools (announce steps). */
+export interface RunSpec {
+  /** Set when the caller must know the id before the run exists (sub-agent records). */
+  runId?: string | undefined;
+  /** The id the run gets unless another run already has it (`chat.send` uses its idempotency key). */
+  preferredRunId?: string | undefined;
+  followUp?: RunRecord["followUp"] | undefined;
+  sessionKey: string;
+  kind: RunKind;
+  /** What made the run, and (unless it starts a tree) its tree's root and the trace context it continues. */
+  cause: RunCause;
+  rootRunId?: string | undefined;
+  traceparent?: string | undefined;
+  input: TranscriptMessage;
+  idempotencyKey?: string | undefined;
+  deliverTo?: DeliveryContext | undefined;
+  system?: string[] | undefined;
+  /** Whose session tools the run gets (built when its runner first asks for them); null: none. */
+  tools: ToolContext | null;
+  timeoutMs?: number | undefined;
+  model?: string | undefined;
+  thinking?: string | undefined;
+  subagentSlot?: boolean | undefined;
+  /**
+   * Writes that belong with the start of a new run, in its unit of work (after the idempotency check, before the
+   * input message): an inbound message's route and session touch. Not called for a repeated idempotency key.
+   */
+  prepare?: ((tx: StoreOps) => Promise<void>) | undefined;
+}
