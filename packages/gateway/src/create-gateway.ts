@@ -134,6 +134,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         emit({ type: "delivery", record });
         lifecycle.emit("deliveryFinal", record);
       },
+      onAttempt: (record, attempt) => lifecycle.emit("deliveryAttempted", record, attempt),
     }),
     runs: new RunTable(config.agents.defaults.subagents.maxConcurrent),
     locks: { bindings: new Lanes(), idempotency: new Lanes(), spawns: new Lanes() },
@@ -299,6 +300,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    lifecycle: { subscribe: (hooks) => lifecycle.subscribe(hooks) },
     holdConnection(
       nameOrConnection: string | (ExclusiveConnection & { readonly name: string }),
       given?: ExclusiveConnection,

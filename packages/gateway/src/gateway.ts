@@ -16,6 +16,7 @@ import type { Clock } from "./clock.js";
 import type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./cluster/index.js";
 import type { OutboxOptions } from "./delivery/outbox.js";
 import type { GatewayEvent } from "./events.js";
+import type { LifecycleHooks } from "./lifecycle.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
 import type {
@@ -163,6 +164,12 @@ export interface Gateway {
    * a connection without `start()` and `stop()`; `unavailable` once the gateway is closed.
    */
   holdConnection(name: string, connection: ExclusiveConnection): HeldConnection;
+  /**
+   * The hooks of runs and deliveries on this gateway (the ones its own follow-ups and tracing use): a run recorded,
+   * started, calling a tool, ended; a delivery attempted, final. Hooks are called synchronously in order; one that
+   * throws is logged and never breaks the run. Returns the unsubscribe.
+   */
+  readonly lifecycle: { subscribe(hooks: Partial<LifecycleHooks>): () => void };
   /**
    * The same, for a connection that carries its own lease name (`adapter.connection`).
    *

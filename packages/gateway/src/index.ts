@@ -27,6 +27,7 @@ export type {
   SessionsListPayload,
   WaitResult,
 } from "./gateway.js";
+export type { DeliveryAttemptInfo, LifecycleHooks, RunDraft, ToolCallInfo } from "./lifecycle.js";
 export {
   createScriptedRunner,
   type ScriptedAgent,

@@ -2,7 +2,7 @@ import { isAnnounceSkip, isReplySkip, resolveAnnounceTarget } from "@sessions/co
 import type { GatewayContext } from "../context.js";
 import type { LifecycleHooks } from "../lifecycle.js";
 import { causedBy } from "../runs/cause.js";
-import { runAndWait } from "../runs/wait.js";
+import { runAndWait } from "../runs/run-and-wait.js";
 import { channelFor } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";

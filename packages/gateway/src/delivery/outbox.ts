@@ -8,6 +8,7 @@ import {
 import type { ChannelAdapterV1, DeliveryTarget } from "../adapter.js";
 import { type Clock, createDeadlineTimer } from "../clock.js";
 import type { EnqueueDelivery, Outbox, RecordedDelivery } from "../context.js";
+import type { DeliveryAttemptInfo } from "../lifecycle.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { DeliveryRecord, SessionStore, StoreOps } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
@@ -30,6 +31,8 @@ export interface OutboxDeps {
   adapters: ReadonlyMap<string, ChannelAdapterV1>;
   sendPolicy: () => SendPolicyConfig;
   onFinal: (record: DeliveryRecord) => void;
+  /** Told of every attempt made (sent, refused by the send policy, failed), with its times and outcome. */
+  onAttempt?: ((record: DeliveryRecord, attempt: DeliveryAttemptInfo) => void) | undefined;
   /** This gateway instance: it claims deliveries under this name (see `SessionStore.claimDeliveries`). */
   owner: string;
   options?: OutboxOptions | undefined;
@@ -95,7 +98,11 @@ export function createOutbox(deps: OutboxDeps): Outbox {
       },
     });
 
-  async function finish(record: DeliveryRecord, patch: Partial<DeliveryRecord>): Promise<DeliveryRecord> {
+  async function finish(
+    record: DeliveryRecord,
+    patch: Partial<DeliveryRecord>,
+    startedAt: number,
+  ): Promise<DeliveryRecord> {
     // The claim ends with the attempt: a retry is claimed afresh when it is due, by whichever gateway comes first.
     const { leaseOwner: _owner, leaseUntil: _until, ...unleased } = record;
     const next = { ...unleased, ...patch, updatedAt: clock.now() };
@@ -112,6 +119,12 @@ export function createOutbox(deps: OutboxDeps): Outbox {
       });
       return next;
     }
+    deps.onAttempt?.(next, {
+      startedAt,
+      endedAt: next.updatedAt,
+      outcome: next.status === "queued" ? "retry" : next.status,
+      ...(next.status === "delivered" ? { receipt: next.receipt } : { error: next.lastError }),
+    });
     if (next.status !== "queued") deps.onFinal(next);
     return next;
   }
@@ -122,6 +135,7 @@ export function createOutbox(deps: OutboxDeps): Outbox {
     try {
       const record = await stored(id, () => store.getDelivery(id), "sending a delivery");
       if (record === undefined || record.status !== "queued" || heldByOther(record)) return;
+      const startedAt = clock.now();
       if (record.kind !== "notice") {
         const entry = await stored(id, () => store.getEntry(record.sessionKey), "sending a delivery");
         const explanation = explainSendPolicy({
@@ -131,17 +145,25 @@ export function createOutbox(deps: OutboxDeps): Outbox {
           channel: record.channel,
         });
         if (explanation.decision === "deny") {
-          await finish(record, { status: "suppressed", lastError: describeSendPolicyDecision(explanation) });
+          await finish(
+            record,
+            { status: "suppressed", lastError: describeSendPolicyDecision(explanation) },
+            startedAt,
+          );
           return;
         }
       }
       const adapter = deps.adapters.get(record.channel);
       if (adapter === undefined) {
-        await finish(record, {
-          status: "failed",
-          attempts: record.attempts + 1,
-          lastError: `No channel adapter for "${record.channel}"`,
-        });
+        await finish(
+          record,
+          {
+            status: "failed",
+            attempts: record.attempts + 1,
+            lastError: `No channel adapter for "${record.channel}"`,
+          },
+          startedAt,
+        );
         return;
       }
       const target: DeliveryTarget = { channel: record.channel, to: record.to };
@@ -164,21 +186,29 @@ export function createOutbox(deps: OutboxDeps): Outbox {
         const message = error instanceof Error ? error.message : String(error);
         if (permanent || tries >= maxAttempts) {
           logger.warn("delivery failed", { id, channel: record.channel, attempts: tries, error: message });
-          await finish(record, { status: "failed", attempts: tries, lastError: message });
+          await finish(record, { status: "failed", attempts: tries, lastError: message }, startedAt);
           return;
         }
         const retryAfter = SessionsError.isInstance(error) ? error.retryAfterMs : undefined;
         const delay = typeof retryAfter === "number" && retryAfter >= 0 ? retryAfter : backoff(tries);
-        await finish(record, { attempts: tries, lastError: message, nextAttemptAt: clock.now() + delay });
+        await finish(
+          record,
+          { attempts: tries, lastError: message, nextAttemptAt: clock.now() + delay },
+          startedAt,
+        );
         schedule(clock.now() + delay);
         return;
       }
       // Sent: recorded as delivered once the store answers (a database restarting), never sent again meanwhile.
-      await finish(record, {
-        status: "delivered",
-        attempts: record.attempts + 1,
-        receipt: Array.isArray(receipt?.messageIds) ? receipt.messageIds.map(String) : [],
-      });
+      await finish(
+        record,
+        {
+          status: "delivered",
+          attempts: record.attempts + 1,
+          receipt: Array.isArray(receipt?.messageIds) ? receipt.messageIds.map(String) : [],
+        },
+        startedAt,
+      );
     } finally {
       inFlight.delete(id);
     }

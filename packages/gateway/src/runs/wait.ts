@@ -2,7 +2,6 @@ import { SessionsError } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { WaitResult } from "../gateway.js";
 import type { RunRecord, RunStatus } from "../store/types.js";
-import { type RunSpec, startRun } from "./start.js";
 
 const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted"]);
 
@@ -62,13 +61,4 @@ export async function waitRun(
       (error) => ctx.logger.warn("run re-check failed", { runId, error: String(error) }),
     );
   });
-}
-
-const A2A_TURN_WAIT_MS = 10 * 60_000;
-
-/** Starts a run and waits for its end (up to ten minutes): one turn of the reply-back loop or an announce. */
-export async function runAndWait(ctx: GatewayContext, spec: RunSpec): Promise<RunRecord> {
-  const { run } = await startRun(ctx, spec);
-  const waited = await waitRun(ctx, run.runId, A2A_TURN_WAIT_MS);
-  return (await ctx.store.getRun(waited.runId)) ?? run;
 }

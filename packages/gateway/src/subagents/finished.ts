@@ -4,7 +4,7 @@ import { unbind } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
 import type { LifecycleHooks } from "../lifecycle.js";
 import { causedBy } from "../runs/cause.js";
-import { runAndWait } from "../runs/wait.js";
+import { runAndWait } from "../runs/run-and-wait.js";
 import { deleteSession, touchEntry } from "../sessions/entries.js";
 import type { DeliveryRecord, RunRecord, StoredEntry, SubagentRecord } from "../store/types.js";
 import { isToolMessage, toolResultText } from "../transcript.js";
