@@ -2,7 +2,7 @@
 // No package's source imports itself in a circle at run time (type-only imports are exempt: they vanish from the
 // build). Each package is read with its own tsconfig; an import of a file of our own that cannot be resolved fails
 // the check too, so a file the tool could not follow never passes for one without cycles.
-import { readdirSync, existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import madge from "madge";
 
@@ -24,7 +24,9 @@ for (const name of packages) {
   const cycles = result.circular();
   const unresolved = result.warnings().skipped.filter((request) => request.startsWith("."));
   if (cycles.length > 0 || unresolved.length > 0 || files === 0) failed = true;
-  console.log(`${name}: ${files} files, ${cycles.length} import cycles, ${unresolved.length} unresolved imports`);
+  console.log(
+    `${name}: ${files} files, ${cycles.length} import cycles, ${unresolved.length} unresolved imports`,
+  );
   for (const cycle of cycles) console.log(`  cycle: ${[...cycle, cycle[0]].join(" -> ")}`);
   for (const request of unresolved) console.log(`  unresolved: ${request}`);
 }
