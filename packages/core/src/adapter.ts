@@ -87,6 +87,8 @@ export interface InboundMessage {
   messageId?: string | undefined;
   displayName?: string | undefined;
   agentId?: string | undefined;
+  /** The W3C trace context the message arrived with (platform metadata): its runs join that trace. */
+  traceparent?: string | undefined;
 }
 
 /** What `gateway.receive` answers: the session the message went to, and the run it started (none for a `/send` command or a duplicate). */

@@ -18,4 +18,5 @@ export { formatIssuePath, toSessionsError } from "./schema-errors.js";
 export * from "./send-policy.js";
 export * from "./tool-names.js";
 export * from "./tools.js";
+export * from "./trace-context.js";
 export * from "./wire-events.js";

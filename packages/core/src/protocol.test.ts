@@ -75,6 +75,9 @@ const BASE: Record<GatewayMethodName, Json> = {
   "sessions.unsubscribe": {},
 };
 
+/** Marks a `traceparent` case: a valid one of a later version (which may carry more fields), padded to length. */
+const TRACEPARENT = Symbol("traceparent");
+
 type Case = [method: GatewayMethodName, field: string, limit: LimitName, item?: unknown];
 
 /** Every string and array parameter of every method, with its documented maximum (`item` marks an array). */
@@ -117,6 +120,7 @@ const CASES: readonly Case[] = [
   ["agent", "inputProvenance.sourceSessionKey", "key"],
   ["agent", "inputProvenance.sourceChannel", "id"],
   ["agent", "inputProvenance.sourceTool", "id"],
+  ["agent", "traceparent", "id", TRACEPARENT],
   ["agent.wait", "runId", "id"],
   ["runs.list", "sessionKey", "key"],
   ["runs.tree", "runId", "id"],
@@ -126,6 +130,7 @@ const CASES: readonly Case[] = [
   ["deliveries.list", "runId", "id"],
   ["deliveries.retry", "id", "id"],
   ["bindings.list", "sessionKey", "key"],
+  ["chat.send", "traceparent", "id", TRACEPARENT],
   ["sessions.tools.call", "requesterKey", "key"],
   ["sessions.tools.call", "name", "id"],
   ["sessions.subscribe", "keys", "subscriptions", "main"],
@@ -139,6 +144,10 @@ const CASES: readonly Case[] = [
 ];
 
 function sized(length: number, item: unknown): unknown {
+  if (item === TRACEPARENT) {
+    const head = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-";
+    return head + "x".repeat(length - head.length);
+  }
   return item === undefined ? "x".repeat(length) : Array.from({ length }, () => item);
 }
 

@@ -4,6 +4,7 @@ import { SessionsError } from "./errors.js";
 import { DM_SCOPES, type DmScope } from "./keys.js";
 import { LIMITS } from "./limits.js";
 import { toSessionsError } from "./schema-errors.js";
+import { traceparentParam } from "./trace-context.js";
 
 /**
  * The wire protocol (docs/protocol.md): the session subset of the OpenClaw gateway protocol v4, plus our additions.
@@ -232,6 +233,8 @@ export const ChatSendMethodParams = z.strictObject({
   idempotencyKey,
   deliver: z.boolean().optional(),
   timeoutMs: z.int().min(0).optional(),
+  /** Ours: the W3C trace context the run tree continues (it becomes part of the caller's trace). */
+  traceparent: traceparentParam.optional(),
 });
 
 /** `chat.abort` params. */
@@ -262,6 +265,8 @@ export const AgentMethodParams = z.strictObject({
   inputProvenance: InputProvenanceSchema.optional(),
   spawnedBy: optionalKey,
   timeout: z.number().min(0).optional(),
+  /** Ours: the W3C trace context the run tree continues (it becomes part of the caller's trace). */
+  traceparent: traceparentParam.optional(),
 });
 
 /** `agent.wait` params (`timeoutMs` default 30,000). */

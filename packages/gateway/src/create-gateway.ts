@@ -37,6 +37,7 @@ import { sweepArchive } from "./subagents/archive.js";
 import { followSubagents } from "./subagents/finished.js";
 import { buildTools } from "./tools/build.js";
 import { markSandboxed, toolContextFor } from "./tools/tool-context.js";
+import { loadTracing } from "./tracing/load.js";
 
 function channelsOf(adapters: readonly ChannelAdapterV1[]): Channels {
   const map = new Map<string, ChannelAdapterV1>();
@@ -196,7 +197,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
   }
   let lease: { release(): Promise<void> } | undefined;
+  const tracing = options.tracing === false ? undefined : loadTracing(ctx);
   const ready = (async () => {
+    // Traced from the first run (recovery's follow-ups too).
+    await tracing;
     lease = await holdGatewayLease(ctx, cluster?.leaseTtlMs);
     await recoverRuns(ctx);
     await ctx.outbox.replay();

@@ -53,6 +53,11 @@ export interface GatewayOptions {
   /** How many recent messages a run sees (default 50). */
   historyWindow?: number | undefined;
   /**
+   * OpenTelemetry traces of every run tree (docs/tracing.md), through `@opentelemetry/api` when it is installed and
+   * a tracer provider is registered: on by default, at no cost without one; `false` turns it off.
+   */
+  tracing?: boolean | undefined;
+  /**
    * Several gateways on one shared store (e.g. `@sessions/store-postgres`): session lanes hold across them, each
    * looks for the work of dead gateways every `recoveryIntervalMs`, and runs on other gateways raise their start
    * and end events here. On by default for every store but SQLite and memory; `false` turns it off.
@@ -164,12 +169,15 @@ export interface Gateway {
    * a connection without `start()` and `stop()`; `unavailable` once the gateway is closed.
    */
   holdConnection(name: string, connection: ExclusiveConnection): HeldConnection;
-  /**
-   * The hooks of runs and deliveries on this gateway (the ones its own follow-ups and tracing use): a run recorded,
-   * started, calling a tool, ended; a delivery attempted, final. Hooks are called synchronously in order; one that
-   * throws is logged and never breaks the run. Returns the unsubscribe.
-   */
-  readonly lifecycle: { subscribe(hooks: Partial<LifecycleHooks>): () => void };
+  /** The hooks of runs and deliveries on this gateway (the ones its own follow-ups and tracing use). */
+  readonly lifecycle: {
+    /**
+     * Subscribes to some hooks: a run recorded, started, calling a tool, ended; a delivery attempted, final. Hooks
+     * are called synchronously in order; one that throws is logged and never breaks the run. Returns the
+     * unsubscribe.
+     */
+    subscribe(hooks: Partial<LifecycleHooks>): () => void;
+  };
   /**
    * The same, for a connection that carries its own lease name (`adapter.connection`).
    *

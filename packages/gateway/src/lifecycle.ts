@@ -1,10 +1,10 @@
 import type { Logger } from "@sessions/core";
 import type { DeliveryRecord, RunRecord } from "./store/types.js";
 
-/** A tool call inside a run, as the lifecycle reports it. */
 /** A run as it is about to be recorded: its id is chosen as it is written. */
 export type RunDraft = Omit<RunRecord, "runId" | "inputSeq" | "idempotencyKey">;
 
+/** A tool call inside a run, as the lifecycle reports it: its id (as the transcript records it), tool and params. */
 export interface ToolCallInfo {
   toolCallId: string;
   tool: string;

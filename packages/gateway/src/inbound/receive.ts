@@ -120,6 +120,7 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
       channel,
       ...(inbound.messageId === undefined ? {} : { messageId: inbound.messageId }),
     },
+    ...(inbound.traceparent === undefined ? {} : { traceparent: inbound.traceparent }),
     input: {
       role: "user",
       content: inbound.text,

@@ -71,6 +71,7 @@ export const agentMethods = {
       sessionKey: key,
       kind: "agent",
       cause: { kind: "request", method: "agent" },
+      ...(p.traceparent === undefined ? {} : { traceparent: p.traceparent }),
       input: { role: "user", content: p.message, ts: ctx.clock.now(), ...(provenance ? { provenance } : {}) },
       idempotencyKey: p.idempotencyKey,
       ...(deliverTo === undefined ? {} : { deliverTo }),

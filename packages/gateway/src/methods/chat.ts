@@ -67,6 +67,7 @@ export const chatMethods = {
       sessionKey: key,
       kind: "chat",
       cause: { kind: "request", method: "chat.send" },
+      ...(p.traceparent === undefined ? {} : { traceparent: p.traceparent }),
       input: { role: "user", content: p.message, ts: ctx.clock.now() },
       idempotencyKey: p.idempotencyKey,
       ...(deliverTo === undefined ? {} : { deliverTo }),

@@ -11,7 +11,7 @@ export interface RunSpec {
   followUp?: RunRecord["followUp"] | undefined;
   sessionKey: string;
   kind: RunKind;
-  /** What made the run, and (unless it starts a tree) its tree's root and the trace context it continues. */
+  /** What made the run, and (unless it starts a tree) its tree's root; the W3C trace context it continues. */
   cause: RunCause;
   rootRunId?: string | undefined;
   traceparent?: string | undefined;

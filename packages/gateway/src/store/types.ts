@@ -84,7 +84,11 @@ export interface RunRecord {
   cause?: RunCause | undefined;
   /** The first run of this run's tree; absent on a root (its tree's id is its own `runId`). */
   rootRunId?: string | undefined;
-  /** The W3C `traceparent` of the span that caused the run (a caller's, or a span of the run that caused it). */
+  /**
+   * The W3C `traceparent` the run's tree continues from it: its own `invoke_agent` span's when the gateway that
+   * recorded it traces, else the one it was started with (a caller's, or the run that caused it). Runs it causes,
+   * and its deliveries, join that trace on any gateway and after a restart.
+   */
   traceparent?: string | undefined;
 }
 
