@@ -226,7 +226,7 @@ describe("sessions-gateway", () => {
         SESSIONS_GATEWAY_TOKEN: "bound-token-1",
       });
       expect(scoped.stderr.trim()).toMatch(
-        /^sessions-gateway: this token may only call sessions.tools.call as agent:main:main/,
+        /^sessions-gateway: this token may only call sessions.tools.call and runs.tree as agent:main:main/,
       );
     } finally {
       bound.child.kill("SIGKILL");

@@ -15,6 +15,7 @@ import JSON5 from "json5";
 import { z } from "zod";
 import { type OptionValues, text, usageError, wholeNumber } from "./args.js";
 import { SERVE } from "./spec.js";
+import { startTelemetry } from "./telemetry.js";
 
 interface ServerSettings {
   host?: string | undefined;
@@ -132,6 +133,8 @@ export async function serve(options: OptionValues, out: (line: string) => void):
   if (!token && tokens.length === 0 && !loopback) {
     fail(`set SESSIONS_GATEWAY_TOKEN to serve on ${host}`, "SESSIONS_GATEWAY_TOKEN");
   }
+  // Registered before the gateway starts, so its first run is traced.
+  const telemetry = await startTelemetry();
   const gateway = createGateway({
     config,
     store: await openStore(options, server),
@@ -157,13 +160,20 @@ export async function serve(options: OptionValues, out: (line: string) => void):
       if (stopping) return;
       stopping = true;
       out(`${signal}: draining (up to ${drainMs} ms)…`);
-      void gateway.close({ drainMs }).then(resolveStop);
+      void gateway
+        .close({ drainMs })
+        .then(() => telemetry?.shutdown())
+        .catch((error: unknown) =>
+          out(`telemetry: ${error instanceof Error ? error.message : String(error)}`),
+        )
+        .then(resolveStop);
     };
     process.on("SIGINT", () => stop("SIGINT"));
     process.on("SIGTERM", () => stop("SIGTERM"));
   });
   out(`listening ${listening.url}${token || tokens.length > 0 ? "" : " (no token: loopback only)"}`);
   if (options["no-console"] !== true) out(`console ${listening.url.replace(/^ws/, "http")}/`);
+  if (telemetry !== undefined) out(telemetry.description);
   await stopped;
   out("stopped");
 }
