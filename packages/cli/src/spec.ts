@@ -62,6 +62,10 @@ export const ENVIRONMENT: readonly (readonly [name: string, meaning: string])[] 
     "SESSIONS_GATEWAY_STORE",
     "serve: the Postgres URL of --store (keeps the password out of the process list)",
   ],
+  [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "serve: export traces over OTLP/HTTP (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json; OTEL_SERVICE_NAME)",
+  ],
 ];
 
 const HELP_OPTION: Readonly<Record<string, OptionSpec>> = {
