@@ -1,4 +1,4 @@
-import { demoRoom } from "@sessions/testing/demo";
+import { demoAlice, demoRoom } from "@sessions/testing/demo";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshPage, launchChromium, screenshotPath } from "./chromium.fixture.js";
@@ -211,6 +211,46 @@ describe("operating a gateway from the console in Chromium", () => {
     await rows.first().getByRole("button").click();
     await expect.poll(() => page.locator("#detail-title").textContent()).toBe("watcher");
     await expect(page.locator(".facts").textContent()).resolves.toContain("console → @alice (thread 1)");
+  });
+
+  it("shows the tree of any run, and keeps it live while it grows", async () => {
+    // The story's sessions_send to #ops: Alice's message → main's run → the run in #ops → reply-back, announce.
+    const send = (await demo.gateway.store.listRunsByStatus(["ok"])).find(
+      (run) => run.kind === "inter_session" && run.sessionKey === OPS,
+    );
+    expect(send?.rootRunId).toBeDefined();
+    await page.getByRole("button", { name: "Runs", exact: true }).click();
+    await page.getByLabel("Run id", { exact: true }).fill(send?.runId as string);
+    await page.getByRole("button", { name: "Show tree", exact: true }).click();
+    const tree = page.getByRole("list", { name: "Run tree" });
+    const root = tree.locator(`:scope > li[data-run="${send?.rootRunId}"]`);
+    await root.waitFor();
+    const sent = root.locator(`li[data-run="${send?.runId}"]`);
+    await expect
+      .poll(() =>
+        sent.locator(":scope > ul:not(.deliveries) > li").evaluateAll((els) => els.map((el) => el.getAttribute("data-kind"))),
+      )
+      .toEqual(["ping_pong", "announce"]);
+    await expect(
+      sent.getByRole("list", { name: `Deliveries of ${send?.runId}` }).textContent(),
+    ).resolves.toMatch(/announce\s*delivered to console #ops/);
+    const caused = (await demo.gateway.runs.tree({ runId: send?.runId as string })).runs.length - 1;
+    await expect(root.locator(":scope > div .subtree-usage").textContent()).resolves.toContain(
+      `with the ${caused} runs it caused`,
+    );
+
+    // A run that waits (the agent streams half its reply, then holds): its tree shows it running, then ending and
+    // delivering, without a reload.
+    const received = await demo.gateway.receive(demoAlice("stream please"));
+    await page.getByLabel("Run id", { exact: true }).fill(received.runId as string);
+    await page.getByRole("button", { name: "Show tree", exact: true }).click();
+    const live = tree.locator(`li[data-run="${received.runId}"]`);
+    await expect.poll(() => live.locator(".tag").nth(1).textContent()).toBe("running");
+    demo.stream.release();
+    await expect.poll(() => live.locator(".tag").nth(1).textContent()).toBe("ok");
+    await expect.poll(() => live.locator("li[data-delivery]").textContent()).toMatch(/reply\s*delivered/);
+    await page.getByRole("button", { name: "Close", exact: true }).click();
+    await tree.waitFor({ state: "detached" });
   });
 
   it("a read-only token sees everything and can change nothing", async () => {

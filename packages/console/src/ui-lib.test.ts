@@ -1,4 +1,4 @@
-import type { GatewayRow } from "@sessions/core";
+import type { GatewayRow, RunTreeNodePayload } from "@sessions/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -9,6 +9,7 @@ import {
   type ShownMessage,
   textOf,
 } from "../ui/src/lib/messages.js";
+import { buildRunTree, type TreeNode } from "../ui/src/lib/run-tree.js";
 import { buildTree, describeRow, NO_FILTERS, type SessionNode } from "../ui/src/lib/sessions.js";
 import { webchatKey } from "../ui/src/lib/webchat-key.js";
 
@@ -192,5 +193,59 @@ describe("web chat keys (the key model, SPEC 1.4)", () => {
     expect(webchatKey({ ...base, agentId: "Ops Bot", dmScope: "per-peer" })).toBe(
       "agent:ops-bot:direct:web-abc123",
     );
+  });
+});
+
+describe("run trees", () => {
+  const treeRun = (runId: string, parentRunId: string | undefined, tokens: number): RunTreeNodePayload => ({
+    runId,
+    ...(parentRunId === undefined ? {} : { parentRunId }),
+    sessionKey: `agent:main:${runId}`,
+    agentId: "main",
+    kind: "chat",
+    status: "ok",
+    createdAt: 1,
+    usage: { inputTokens: tokens, outputTokens: 1, costUsd: tokens / 1000 },
+    deliveries: [],
+  });
+  const all = (nodes: readonly TreeNode[]): TreeNode[] => nodes.flatMap((n) => [n, ...all(n.children)]);
+
+  it("puts every run once under its parent and rolls totals up, for any list of runs", () => {
+    // Each run's parent is any run of the list (cycles too), one not in it, or none.
+    const lists = fc
+      .array(fc.tuple(fc.option(fc.nat(30), { nil: undefined }), fc.nat(500)), { maxLength: 30 })
+      .map((specs) =>
+        specs.map(([parent, tokens], i) =>
+          treeRun(`r${i}`, parent === undefined ? undefined : `r${parent}`, tokens),
+        ),
+      );
+    fc.assert(
+      fc.property(lists, (runs) => {
+        const roots = buildRunTree(runs);
+        const shown = all(roots);
+        expect(shown.map((n) => n.run.runId).sort()).toEqual(runs.map((r) => r.runId).sort());
+        for (const node of shown) {
+          const below = all(node.children);
+          expect(node.subtree.runs).toBe(1 + below.length);
+          expect(node.subtree.inputTokens).toBe(
+            [node, ...below].reduce((sum, n) => sum + (n.run.usage?.inputTokens ?? 0), 0),
+          );
+        }
+        const total = roots.reduce((sum, r) => sum + r.subtree.runs, 0);
+        expect(total).toBe(runs.length);
+      }),
+    );
+  });
+
+  it("nests a sessions_send's follow-ups under it, and a missing parent makes a root", () => {
+    const roots = buildRunTree([
+      treeRun("root", undefined, 100),
+      treeRun("send", "root", 50),
+      treeRun("turn", "send", 10),
+      treeRun("orphan", "hidden", 7),
+    ]);
+    expect(roots.map((r) => r.run.runId)).toEqual(["root", "orphan"]);
+    expect(roots[0]?.subtree).toEqual({ runs: 3, inputTokens: 160, outputTokens: 3, costUsd: 0.16 });
+    expect(roots[0]?.children[0]?.children.map((c) => c.run.runId)).toEqual(["turn"]);
   });
 });

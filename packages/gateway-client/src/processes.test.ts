@@ -78,11 +78,17 @@ describe("two processes over the wire", () => {
     expect(await call("agents.list", () => client.agents.list())).toMatchObject({ defaultId: "main" });
     const spawned = (await call("sessions.tools.call", () =>
       client.callTool({ requesterKey: "main", name: "sessions_spawn", params: { task: "look" } }),
-    )) as { status: string; childSessionKey: string };
+    )) as { status: string; childSessionKey: string; runId: string };
     expect(spawned.status).toBe("accepted");
     // The sub-agent just spawned (and its announce) may be under way: whatever is listed is under way.
     const { runs } = await call("runs.list", () => client.runs.list());
     for (const run of runs) expect(["queued", "running"]).toContain(run.status);
+    // The sub-agent's run was started by the direct tool call: a tree of its own.
+    const { runs: childTree } = await call("runs.tree", () => client.runs.tree({ runId: spawned.runId }));
+    expect(childTree[0]).toMatchObject({
+      runId: spawned.runId,
+      cause: { kind: "request", method: "sessions.tools.call" },
+    });
     const deliveries = await call("deliveries.list", () => client.deliveries.list({ sessionKey: "main" }));
     expect(deliveries.deliveries).toEqual([]);
     await expect(call("deliveries.get", () => client.deliveries.get({ id: "nope" }))).rejects.toMatchObject({

@@ -5,6 +5,7 @@ import { useStore } from "../lib/store.js";
 import { BindingsView } from "./BindingsView.js";
 import { OutboxView } from "./OutboxView.js";
 import { RunsView } from "./RunsView.js";
+import { RunTreeView } from "./RunTreeView.js";
 import { SessionDetail } from "./SessionDetail.js";
 import { SessionsTree } from "./SessionsTree.js";
 
@@ -77,6 +78,7 @@ export function Console({ connected }: { connected: Connected }) {
   useEffect(() => () => model.stop(), [model]);
   const [tab, setTab] = useState<Tab>("sessions");
   const [selected, setSelected] = useState<string | undefined>(undefined);
+  const [treeRun, setTreeRun] = useState<string | undefined>(undefined);
   const select = (key: string | undefined) => {
     setSelected(key);
     setTab("sessions");
@@ -86,7 +88,15 @@ export function Console({ connected }: { connected: Connected }) {
       <Header connected={connected} tab={tab} onTab={setTab} />
       <main>
         {tab === "sessions" && <SessionsPage model={model} selected={selected} onSelect={select} />}
-        {tab === "runs" && <RunsView model={model} onSelect={select} />}
+        {tab === "runs" && treeRun !== undefined && (
+          <RunTreeView
+            model={model}
+            runId={treeRun}
+            onSelect={select}
+            onClose={() => setTreeRun(undefined)}
+          />
+        )}
+        {tab === "runs" && <RunsView model={model} onSelect={select} onTree={setTreeRun} />}
         {tab === "outbox" && <OutboxView model={model} onSelect={select} />}
         {tab === "bindings" && <BindingsView model={model} onSelect={select} />}
       </main>

@@ -5,9 +5,18 @@ import { ago, clock } from "../lib/format.js";
 import { useStore } from "../lib/store.js";
 
 /** Runs under way on the gateway (and the last ones that ended), live from events, with abort. */
-export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (key: string) => void }) {
+export function RunsView({
+  model,
+  onSelect,
+  onTree,
+}: {
+  model: ConsoleModel;
+  onSelect: (key: string) => void;
+  onTree: (runId: string) => void;
+}) {
   const runs = useStore(model.runs);
   const [error, setError] = useState<string | undefined>(undefined);
+  const [wanted, setWanted] = useState("");
   const running = runs.filter((r) => r.state === "running");
   const ended = runs.filter((r) => r.state !== "running");
   return (
@@ -21,6 +30,18 @@ export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (
           {error}
         </p>
       )}
+      <form
+        class="inline"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (wanted.trim() !== "") onTree(wanted.trim());
+        }}
+      >
+        <label>
+          Run id <input value={wanted} onInput={(e) => setWanted((e.target as HTMLInputElement).value)} />
+        </label>{" "}
+        <button type="submit">Show tree</button>
+      </form>
       <h3>Under way ({running.length})</h3>
       {running.length === 0 && <p class="muted">Nothing is running.</p>}
       <ul class="cards" aria-label="Runs under way">
@@ -42,6 +63,9 @@ export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (
               )}
             </div>
             {run.text && <p class="text preview">{run.text}</p>}
+            <button type="button" onClick={() => onTree(run.runId)}>
+              Tree
+            </button>{" "}
             {model.canWrite && run.sessionKey && (
               <button
                 type="button"
@@ -68,6 +92,9 @@ export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (
             <th scope="col">Outcome</th>
             <th scope="col">Session</th>
             <th scope="col">Reply</th>
+            <th scope="col">
+              <span class="sr-only">Tree</span>
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -87,6 +114,11 @@ export function RunsView({ model, onSelect }: { model: ConsoleModel; onSelect: (
                 )}
               </td>
               <td class="clip">{run.error ?? run.text}</td>
+              <td>
+                <button type="button" class="link" onClick={() => onTree(run.runId)}>
+                  Tree
+                </button>
+              </td>
             </tr>
           ))}
         </tbody>
