@@ -148,7 +148,9 @@ describe("serve exports traces over OTLP/HTTP", () => {
     };
     const args = ["--config", config, "--db", db, "--runner", runner, "--drain-ms", "200"];
     const first = await serve(args, env);
-    await eventually(() => expect(first.log()).toContain(`traces → ${endpoint} (http/json, service tree-test)`));
+    await eventually(() =>
+      expect(first.log()).toContain(`traces → ${endpoint} (http/json, service tree-test)`),
+    );
     const client = createGatewayClient({ url: first.url, token, reconnect: false });
     await client.agent({ sessionKey: OPS, message: "hi", idempotencyKey: "ops-hi" });
     const { runId: root } = await client.chat.send({

@@ -228,7 +228,9 @@ describe("operating a gateway from the console in Chromium", () => {
     const sent = root.locator(`li[data-run="${send?.runId}"]`);
     await expect
       .poll(() =>
-        sent.locator(":scope > ul:not(.deliveries) > li").evaluateAll((els) => els.map((el) => el.getAttribute("data-kind"))),
+        sent
+          .locator(":scope > ul:not(.deliveries) > li")
+          .evaluateAll((els) => els.map((el) => el.getAttribute("data-kind"))),
       )
       .toEqual(["ping_pong", "announce"]);
     await expect(
