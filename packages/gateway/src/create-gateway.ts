@@ -8,7 +8,7 @@ import {
 } from "@sessions/core";
 import { followAgentToAgent } from "./a2a/flow.js";
 import type { ChannelAdapterV1 } from "./adapter.js";
-import { sweepBindings, threadClosed } from "./bindings/expiry.js";
+import { followThreadBindings, sweepBindings, threadClosed } from "./bindings/expiry.js";
 import { createDeadlineTimer, systemClock } from "./clock.js";
 import {
   clusterSettings,
@@ -158,6 +158,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   // What follows a run or a delivery, in the modules it belongs to.
   lifecycle.subscribe(followAgentToAgent(ctx));
   lifecycle.subscribe(followSubagents(ctx));
+  lifecycle.subscribe(followThreadBindings(ctx));
   // Servers and the cluster route events by run: they learn of each run before it can emit.
   lifecycle.subscribe({
     accepted(run) {

@@ -1058,6 +1058,18 @@ describe.each(STORE_KINDS)("review fixes on the %s store", (kind) => {
     expect((await h.gateway.receive(group("dev", "and now?", { threadId: "t1" }))).sessionKey).toBe(
       spawned.childSessionKey,
     );
+    // The message's run keeps the binding alive (the bindings module follows the run lifecycle).
+    const touchedAt = h.clock.now();
+    await eventually(async () =>
+      expect((await h.store.getThreadBinding("chat", "default", "t1"))?.lastActivityAt).toBe(touchedAt),
+    );
+    await h.clock.advance(59 * 60_000);
+    expect((await h.gateway.receive(group("dev", "still?", { threadId: "t1" }))).sessionKey).toBe(
+      spawned.childSessionKey,
+    );
+    await eventually(async () =>
+      expect((await h.store.getThreadBinding("chat", "default", "t1"))?.lastActivityAt).toBe(h.clock.now()),
+    );
     await h.clock.advance(61 * 60_000);
     const late = await h.gateway.receive(group("dev", "anyone?", { threadId: "t1" }));
     expect(late.sessionKey).toBe("agent:main:chat:group:dev:thread:t1");

@@ -1,5 +1,6 @@
 import { normalizeAccountId, normalizeChannelId, SessionsError } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
+import type { LifecycleHooks } from "../lifecycle.js";
 import type { ThreadBindingRecord } from "../store/types.js";
 
 const HOUR_MS = 3_600_000;
@@ -46,8 +47,8 @@ export async function unbind(
   });
 }
 
-/** The session bound to a thread, if the binding is still live (a lapsed one is removed), marked active now. */
-export function touchThreadBinding(
+/** The session bound to a thread, if the binding is still live (a lapsed one is removed, with its farewell). */
+export function boundSession(
   ctx: GatewayContext,
   channel: string,
   accountId: string,
@@ -60,10 +61,36 @@ export function touchThreadBinding(
       await unbind(ctx, binding, "expired");
       return undefined;
     }
+    return binding.sessionKey;
+  });
+}
+
+/** A message that started a run in a bound thread keeps the binding alive: its idle time starts again. */
+export function followThreadBindings(ctx: GatewayContext): Partial<LifecycleHooks> {
+  return {
+    accepted(run) {
+      const to = run.deliverTo;
+      if (run.cause?.kind !== "inbound" || to?.threadId === undefined || to.channel === undefined) return;
+      const accountId = normalizeAccountId(to.accountId);
+      ctx.tasks.track(touchBinding(ctx, to.channel, accountId, to.threadId, run.sessionKey));
+    },
+  };
+}
+
+/** Marks a live binding of `sessionKey` active now (one that lapsed meanwhile is left to the sweep). */
+function touchBinding(
+  ctx: GatewayContext,
+  channel: string,
+  accountId: string,
+  threadId: string,
+  sessionKey: string,
+): Promise<void> {
+  return ctx.locks.bindings.run(lockKey(channel, accountId, threadId), async () => {
+    const binding = await ctx.store.getThreadBinding(channel, accountId, threadId);
+    if (binding?.sessionKey !== sessionKey || bindingExpiresAt(binding) <= ctx.clock.now()) return;
     const touched = { ...binding, lastActivityAt: ctx.clock.now() };
     await ctx.store.putThreadBinding(touched);
     ctx.timers.bindings.schedule(bindingExpiresAt(touched));
-    return binding.sessionKey;
   });
 }
 

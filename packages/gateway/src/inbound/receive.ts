@@ -12,7 +12,7 @@ import {
   type ReceiveResult,
 } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
-import { touchThreadBinding } from "../bindings/expiry.js";
+import { boundSession } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
 import { startRun } from "../runs/start.js";
 import { kindOf, newEntry, updateEntry } from "../sessions/entries.js";
@@ -35,7 +35,7 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
   const agentId = normalizeAgentId(inbound.agentId ?? defaultAgentId(config));
   const threadId = inbound.threadId?.trim() || undefined;
   let sessionKey: string | undefined;
-  if (threadId !== undefined) sessionKey = await touchThreadBinding(ctx, channel, accountId, threadId);
+  if (threadId !== undefined) sessionKey = await boundSession(ctx, channel, accountId, threadId);
   if (sessionKey === undefined) {
     const base = buildPeerSessionKey({
       agentId,
