@@ -16,6 +16,7 @@ import {
 } from "../src/index.js";
 import { type Rate, rate, start } from "./rate.js";
 import { type RunTemplates, rawSqliteRuns, recordedTemplates } from "./raw-sqlite.js";
+import { runMany } from "./run-many.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20_000);
 const SESSIONS = 256;
@@ -25,27 +26,6 @@ const SESSIONS = 256;
  */
 const ONLY = process.env.BENCH_ONLY;
 const TARGET_RUNS_PER_S = 10_000;
-
-async function runMany(gateway: Gateway, runs: number, sessions: number): Promise<Rate> {
-  let next = 0;
-  const started = start();
-  await Promise.all(
-    Array.from({ length: sessions }, async (_, s) => {
-      for (;;) {
-        const i = next++;
-        if (i >= runs) return;
-        const { runId } = await gateway.agent({
-          sessionKey: `bench-${s}`,
-          message: `m${i}`,
-          idempotencyKey: randomUUID(),
-        });
-        const waited = await gateway.agentWait({ runId, timeoutMs: 60_000 });
-        if (waited.status !== "ok") throw new Error(`run ${runId} ended ${waited.status}: ${waited.error}`);
-      }
-    }),
-  );
-  return rate(runs, started);
-}
 
 /** The floor under a run: its two transactions (input + run + touch; reply + touch + final) on the bare store. */
 async function bareTransactions(store: SessionStore, runs: number, sessions: number): Promise<Rate> {

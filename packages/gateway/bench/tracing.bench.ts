@@ -1,14 +1,3 @@
-/**
- * What tracing costs a run (`BENCH_ONLY=tracing pnpm --filter @sessions/gateway bench`, or `tsx bench/tracing.bench.ts`):
- * scripted runs per second on a SQLite file, in alternated rounds of three gateways in one process —
- *   - tracing off (`tracing: false`: no hooks at all),
- *   - tracing on with no tracer provider registered (the default for an application that does not trace): must cost
- *     nothing measurable, so it is checked against the first row of the same rounds,
- *   - tracing on with a provider exporting to memory (a span per run, the request's span, attributes), whose cost
- *     per run is reported.
- * Rounds alternate so that drift of a shared machine lands on every row alike; each row is the median of its rounds.
- */
-import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,36 +7,16 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
-import { createGateway, createScriptedRunner, createSqliteStore, type Gateway } from "../src/index.js";
+import { createGateway, createScriptedRunner, createSqliteStore } from "../src/index.js";
 import { median } from "./kit.js";
-import { type Rate, rate, start } from "./rate.js";
+import type { Rate } from "./rate.js";
+import { runMany } from "./run-many.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SESSIONS = 256;
 /** "No cost": the untraced default within this of no hooks at all (the rounds' noise on this machine is ~2–4 %). */
 const NO_COST_RATIO = 0.95;
-
-async function runMany(gateway: Gateway, runs: number): Promise<Rate> {
-  let next = 0;
-  const started = start();
-  await Promise.all(
-    Array.from({ length: SESSIONS }, async (_, s) => {
-      for (;;) {
-        const i = next++;
-        if (i >= runs) return;
-        const { runId } = await gateway.chat.send({
-          sessionKey: `bench-${s}`,
-          message: `m${i}`,
-          idempotencyKey: randomUUID(),
-        });
-        const waited = await gateway.agentWait({ runId, timeoutMs: 60_000 });
-        if (waited.status !== "ok") throw new Error(`run ${runId} ended ${waited.status}: ${waited.error}`);
-      }
-    }),
-  );
-  return rate(runs, started);
-}
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -86,7 +55,7 @@ try {
     const runs = round < 0 ? 1_000 : RUNS;
     for (const [name, row] of Object.entries(rows)) {
       if (name === "memory") trace.setGlobalTracerProvider(provider);
-      const measured = await runMany(row.gateway, runs);
+      const measured = await runMany(row.gateway, runs, SESSIONS);
       if (name === "memory") {
         spansPerRun = exporter.getFinishedSpans().length / runs;
         exporter.reset();
@@ -102,7 +71,7 @@ try {
   }));
   const [off, idle, memory] = summary as [(typeof summary)[0], (typeof summary)[0], (typeof summary)[0]];
   const table = summary.map((row) => ({
-    task: `${row.label}: chat.send + agent.wait, ${RUNS.toLocaleString("en-US")} runs × ${ROUNDS} alternated rounds`,
+    task: `${row.label}: agent + agent.wait, ${RUNS.toLocaleString("en-US")} runs × ${ROUNDS} alternated rounds`,
     "runs/s (median)": Math.round(row.perSecond).toLocaleString("en-US"),
     "main thread µs/run": row.mainUs.toFixed(1),
     "vs tracing off": `${((row.perSecond / off.perSecond) * 100).toFixed(1)} %`,

@@ -135,3 +135,47 @@ export async function harness(
 export async function eventually(assertion: () => void | Promise<void>, what = "assertion"): Promise<void> {
   await waitFor(assertion, what);
 }
+
+/** The group session the run-tree scenarios send to (`receive` of `treeMessage("ops", …)`). */
+export const TREE_OPS = "agent:main:chat:group:ops";
+
+/** A message of the run-tree scenarios: in the group `#ops`, or from Alice in a DM (the main session). */
+export function treeMessage(
+  where: "ops" | "alice",
+  text: string,
+  extra: { messageId?: string; traceparent?: string } = {},
+) {
+  return where === "ops"
+    ? {
+        channel: "chat",
+        chatType: "group" as const,
+        peerId: "ops",
+        senderId: "bob",
+        to: "group:ops",
+        text,
+        ...extra,
+      }
+    : {
+        channel: "chat",
+        chatType: "direct" as const,
+        peerId: "alice",
+        senderId: "alice",
+        to: "user:alice",
+        text,
+        ...extra,
+      };
+}
+
+/** Creates `#ops` and the main DM with a message each, and waits until both runs have ended and replied. */
+export async function seedTreeSessions(h: Harness): Promise<{ runIds: string[] }> {
+  const runIds: string[] = [];
+  for (const where of ["ops", "alice"] as const) {
+    const { runId } = await h.gateway.receive(treeMessage(where, "hi"));
+    await h.gateway.agentWait({ runId: runId as string, timeoutMs: 60_000 });
+    runIds.push(runId as string);
+  }
+  await eventually(async () => {
+    if ((await h.store.listQueuedDeliveries(1)).length > 0) throw new Error("replies still queued");
+  }, "the replies to be delivered");
+  return { runIds };
+}

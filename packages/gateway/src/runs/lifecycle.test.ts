@@ -1,18 +1,25 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { LifecycleHooks } from "../lifecycle.js";
 import type { ScriptedAgent } from "../runner/scripted.js";
-import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import {
+  cleanupDirs,
+  eventually,
+  type Harness,
+  harness,
+  STORE_KINDS,
+  seedTreeSessions,
+  TREE_OPS,
+  treeMessage,
+} from "../test-kit.js";
 
 afterAll(cleanupDirs);
-
-const OPS = "agent:main:chat:group:ops";
 
 const agent: ScriptedAgent = async (turn) => {
   if (turn.kind === "ping_pong") return "REPLY_SKIP";
   if (turn.kind === "announce") return "Announced";
   if (turn.kind === "subagent_announce") return "Result: done";
   if (turn.text === "go") {
-    await turn.callTool("sessions_send", { sessionKey: OPS, message: "deploy?", timeoutSeconds: 0 });
+    await turn.callTool("sessions_send", { sessionKey: TREE_OPS, message: "deploy?", timeoutSeconds: 0 });
     await turn.callTool("sessions_spawn", { task: "research" });
     await turn.callTool("sessions_history", { sessionKey: "nowhere" });
     return "on it";
@@ -48,14 +55,7 @@ describe.each(STORE_KINDS)("the run lifecycle on the %s store", (kind) => {
 
   it("raises every hook of a tree in order, and its follow-ups run from them", async () => {
     h = await harness(kind, { main: agent }, { config: { tools: { sessions: { visibility: "agent" } } } });
-    await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "ops",
-      senderId: "b",
-      to: "group:ops",
-      text: "hi",
-    });
+    await seedTreeSessions(h);
     await eventually(async () => expect((await h.gateway.runs.list()).runs).toEqual([]));
     const { lines, hooks } = recorder();
     // A subscriber that throws is logged; the others and the run go on.
@@ -65,14 +65,7 @@ describe.each(STORE_KINDS)("the run lifecycle on the %s store", (kind) => {
       },
     });
     const unsubscribe = h.gateway.lifecycle.subscribe(hooks);
-    const dm = {
-      channel: "chat",
-      chatType: "direct" as const,
-      peerId: "alice",
-      senderId: "alice",
-      to: "user:alice",
-    };
-    const go = await h.gateway.receive({ ...dm, text: "go", messageId: "m1" });
+    const go = await h.gateway.receive(treeMessage("alice", "go", { messageId: "m1" }));
     const root = go.runId as string;
     await eventually(() => {
       expect(lines.filter((line) => line.startsWith("deliveryFinal"))).toHaveLength(3);
@@ -108,10 +101,10 @@ describe.each(STORE_KINDS)("the run lifecycle on the %s store", (kind) => {
 
     // A repeated message is declined (nothing new recorded), and an unsubscribed hook hears nothing.
     const before = lines.length;
-    await h.gateway.receive({ ...dm, text: "go", messageId: "m1" });
+    await h.gateway.receive(treeMessage("alice", "go", { messageId: "m1" }));
     expect(lines.slice(before)).toEqual(["recording agent:main:main chat", "declined agent:main:main"]);
     unsubscribe();
-    await h.gateway.receive({ ...dm, text: "hello", messageId: "m2" });
+    await h.gateway.receive(treeMessage("alice", "hello", { messageId: "m2" }));
     expect(lines).toHaveLength(before + 2);
   });
 });

@@ -1,12 +1,21 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { RunTreeNode } from "../gateway.js";
 import type { ScriptedAgent } from "../runner/scripted.js";
-import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import {
+  cleanupDirs,
+  eventually,
+  type Harness,
+  harness,
+  STORE_KINDS,
+  seedTreeSessions,
+  TREE_OPS,
+  treeMessage,
+} from "../test-kit.js";
 
 afterAll(cleanupDirs);
 
 const MAIN = "agent:main:main";
-const OPS = "agent:main:chat:group:ops";
+const OPS = TREE_OPS;
 
 /**
  * The main session's agent answers a user by sending to #ops and spawning a sub-agent; #ops replies, two
@@ -38,19 +47,8 @@ describe.each(STORE_KINDS)("runs.tree on the %s store", (kind) => {
   /** Sets up #ops and the main DM, then the user's "go"; resolves once the whole tree has delivered. */
   async function grow() {
     h = await harness(kind, { main: agent }, { config });
-    const ops = await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "ops",
-      senderId: "bob",
-      to: "group:ops",
-      text: "hi",
-    });
-    await h.gateway.agentWait({ runId: ops.runId as string, timeoutMs: 60_000 });
-    const dm = { channel: "chat", chatType: "direct" as const, peerId: "alice", senderId: "alice" };
-    const hello = await h.gateway.receive({ ...dm, to: "user:alice", text: "hello" });
-    await h.gateway.agentWait({ runId: hello.runId as string, timeoutMs: 60_000 });
-    const go = await h.gateway.receive({ ...dm, to: "user:alice", text: "go", messageId: "m-go" });
+    const { runIds: others } = await seedTreeSessions(h);
+    const go = await h.gateway.receive(treeMessage("alice", "go", { messageId: "m-go" }));
     const rootRunId = go.runId as string;
     await eventually(async () => {
       const tree = await h.gateway.runs.tree({ runId: rootRunId });
@@ -59,7 +57,7 @@ describe.each(STORE_KINDS)("runs.tree on the %s store", (kind) => {
       const kinds = tree.runs.flatMap((run) => run.deliveries.map((d) => `${d.kind}:${d.status}`)).sort();
       expect(kinds).toEqual(["announce:delivered", "reply:delivered", "subagent_announce:delivered"]);
     }, "the tree to finish and deliver");
-    return { rootRunId, others: [ops.runId as string, hello.runId as string] };
+    return { rootRunId, others };
   }
 
   const byKind = (runs: RunTreeNode[], kind: string) => runs.filter((run) => run.kind === kind);

@@ -7,9 +7,18 @@ import {
 } from "@opentelemetry/sdk-trace-base";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ScriptedAgent } from "../runner/scripted.js";
-import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import {
+  cleanupDirs,
+  eventually,
+  type Harness,
+  harness,
+  STORE_KINDS,
+  seedTreeSessions,
+  TREE_OPS,
+  treeMessage,
+} from "../test-kit.js";
 
-const OPS = "agent:main:chat:group:ops";
+const OPS = TREE_OPS;
 const CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN = "00f067aa0ba902b7";
 
@@ -47,22 +56,7 @@ describe.each(STORE_KINDS)("OpenTelemetry traces on the %s store", (kind) => {
   /** The main session sends to #ops and spawns a sub-agent; resolves once all three deliveries are out. */
   async function tree(traceparent?: string, { traced = true } = {}) {
     h = await harness(kind, { main: agent }, { config });
-    await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "ops",
-      senderId: "b",
-      to: "group:ops",
-      text: "hi",
-    });
-    await h.gateway.receive({
-      channel: "chat",
-      chatType: "direct",
-      peerId: "alice",
-      senderId: "alice",
-      to: "user:alice",
-      text: "hi",
-    });
+    await seedTreeSessions(h);
     await eventually(async () => expect((await h.gateway.runs.list()).runs).toEqual([]));
     await eventually(() => expect(h.channel.sent).toHaveLength(2));
     exporter.reset();
@@ -157,16 +151,12 @@ describe.each(STORE_KINDS)("OpenTelemetry traces on the %s store", (kind) => {
     expect(new Set(spans.map((s) => s.spanContext().traceId)).size).toBe(1);
     expect(spans.find((s) => s.name === "chat.send")?.parentSpanContext).toBeUndefined();
     exporter.reset();
-    const inbound = await h.gateway.receive({
-      channel: "chat",
-      chatType: "direct",
-      peerId: "alice",
-      senderId: "alice",
-      to: "user:alice",
-      text: "hello",
-      messageId: "m-7",
-      traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
-    });
+    const inbound = await h.gateway.receive(
+      treeMessage("alice", "hello", {
+        messageId: "m-7",
+        traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
+      }),
+    );
     await h.gateway.agentWait({ runId: inbound.runId as string, timeoutMs: 60_000 });
     await eventually(() => expect(exporter.getFinishedSpans().map((s) => s.name)).toContain("receive chat"));
     const receive = exporter.getFinishedSpans().find((s) => s.name === "receive chat") as ReadableSpan;
