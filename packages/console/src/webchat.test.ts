@@ -61,7 +61,8 @@ describe("the web chat in Chromium, one session per visitor (dmScope per-peer)",
     ({ page, key: sessionKey } = await visit(proxy.url));
     await expect(page.title()).resolves.toBe("sessions console");
     expect(sessionKey).toMatch(/^agent:main:direct:web-[0-9a-f]{20}$/);
-    await expect(page.getByText("Say hello to start the conversation.").count()).resolves.toBe(1);
+    // The empty transcript's prompt shows once the (empty) history has loaded.
+    await expect.poll(() => page.getByText("Say hello to start the conversation.").count()).toBe(1);
   });
 
   it("streams the reply in as it is written", async () => {
