@@ -1,6 +1,6 @@
 import { SessionsError } from "@sessions/core";
 import type pg from "pg";
-import { ROOT_OF_RUN } from "./operations.js";
+import { HAS_ROOT, ROOT_OF_RUN } from "./operations.js";
 
 /** One step of the schema; `up` runs in its own transaction together with its row in `schema_migrations`. */
 export interface Migration {
@@ -306,7 +306,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 3,
     description: "the runs of a tree by their root (runs_root)",
-    up: (s) => `CREATE INDEX runs_root ON ${s}.runs (${ROOT_OF_RUN});`,
+    up: (s) => `CREATE INDEX runs_root ON ${s}.runs (${ROOT_OF_RUN}) WHERE ${HAS_ROOT};`,
   },
 ];
 

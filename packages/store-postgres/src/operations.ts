@@ -38,6 +38,9 @@ export function toDelivery(row: DeliveryRow): DeliveryRecord {
  */
 export const ROOT_OF_RUN = `substring(data from '"rootRunId":"([^"]*)"')`;
 
+/** Which runs `runs_root` holds: those that have a root (a tree's first run, most runs, costs the index nothing). */
+export const HAS_ROOT = `data LIKE '%"rootRunId":"%'`;
+
 /** Names of the per-record locks units take (see `Db.lock`); one session lock covers entry and transcript. */
 export const lockName = {
   session: (key: string) => `s:${key}`,
@@ -251,9 +254,9 @@ export function createOperations(s: string) {
       return parseAll<RunRecord>(rows);
     },
     async listRunTree(db: Db, rootRunId: string, limit: number): Promise<RunRecord[]> {
-      // The expression is the index's (runs_root, migration 3), word for word.
+      // The expression and predicate are the index's (runs_root, migration 3), word for word.
       const { rows } = await db.query<DataRow>(
-        `SELECT data FROM ${s}.runs WHERE run_id = $1 OR ${ROOT_OF_RUN} = $1
+        `SELECT data FROM ${s}.runs WHERE run_id = $1 OR (${HAS_ROOT} AND ${ROOT_OF_RUN} = $1)
            ORDER BY substring(data from '"createdAt":([0-9]+)')::bigint, run_id LIMIT $2`,
         [rootRunId, limit],
       );

@@ -84,6 +84,8 @@ export interface RunRecord {
   cause?: RunCause | undefined;
   /** The first run of this run's tree; absent on a root (its tree's id is its own `runId`). */
   rootRunId?: string | undefined;
+  /** How many messages (sends, spawns) from its tree's first run this run is; absent: 0. */
+  hops?: number | undefined;
   /**
    * The W3C `traceparent` the run's tree continues from it: its own `invoke_agent` span's when the gateway that
    * recorded it traces, else the one it was started with (a caller's, or the run that caused it). Runs it causes,

@@ -218,6 +218,7 @@ export function createSqliteOperations(
         idempotencyKey: run.idempotencyKey ?? null,
         followUpPending: run.followUp !== undefined && run.followUpDone !== true ? 1 : 0,
         owner: run.owner ?? null,
+        rootRunId: run.rootRunId ?? null,
         data: JSON.stringify(run),
       };
       if (s.putRun.run(params).changes === 0) s.replaceRun.run(params);

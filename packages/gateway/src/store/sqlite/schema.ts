@@ -130,9 +130,14 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 3,
-    description: "the runs of a tree by their root (runs_root)",
+    description: "the runs of a tree by their root (runs.root_run_id, runs_root)",
     up(db) {
-      db.exec("CREATE INDEX runs_root ON runs (json_extract(data, '$.rootRunId'))");
+      // Only runs that have a root are indexed: a tree's first run (most runs) costs the index nothing.
+      db.exec(`
+        ALTER TABLE runs ADD COLUMN root_run_id TEXT;
+        UPDATE runs SET root_run_id = json_extract(data, '$.rootRunId') WHERE data LIKE '%"rootRunId"%';
+        CREATE INDEX runs_root ON runs (root_run_id) WHERE root_run_id IS NOT NULL;
+      `);
     },
   },
 ];

@@ -34,13 +34,13 @@ const SQL = {
   countMessages: "SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE session_key = ?",
   // A run keeps its idempotency key: later writes leave that (random) index alone. Should the key differ, the
   // upsert changes nothing (0 rows) and `replaceRun` writes every column.
-  putRun: `INSERT INTO runs (run_id, status, idempotency_key, follow_up_pending, owner, data)
-       VALUES (@runId, @status, @idempotencyKey, @followUpPending, @owner, @data)
+  putRun: `INSERT INTO runs (run_id, status, idempotency_key, follow_up_pending, owner, root_run_id, data)
+       VALUES (@runId, @status, @idempotencyKey, @followUpPending, @owner, @rootRunId, @data)
        ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, follow_up_pending = excluded.follow_up_pending,
          owner = excluded.owner, data = excluded.data
        WHERE runs.idempotency_key IS excluded.idempotency_key`,
   replaceRun: `UPDATE runs SET status = @status, idempotency_key = @idempotencyKey, follow_up_pending = @followUpPending,
-         owner = @owner, data = @data
+         owner = @owner, root_run_id = @rootRunId, data = @data
        WHERE run_id = @runId`,
   // The end of a run, fenced: written only while the run is under way and still the caller's.
   endRun: `UPDATE runs SET status = @status, follow_up_pending = @followUpPending, owner = @owner, data = @data
@@ -50,8 +50,8 @@ const SQL = {
   // One JSON array parameter, whatever the number of statuses: the SQL text never depends on it.
   runsByStatus: "SELECT data FROM runs WHERE status IN (SELECT value FROM json_each(?))",
   pendingFollowUps: "SELECT data FROM runs WHERE follow_up_pending = 1",
-  // The expression is the index's (runs_root, schema version 3), word for word.
-  runTree: `SELECT data FROM runs WHERE run_id = @root OR json_extract(data, '$.rootRunId') = @root
+  // A root is found by its id; the others by runs_root (schema version 3), which holds only runs that have a root.
+  runTree: `SELECT data FROM runs WHERE run_id = @root OR root_run_id = @root
        ORDER BY json_extract(data, '$.createdAt'), run_id LIMIT @limit`,
   insertDelivery: `INSERT INTO deliveries (id, idempotency_key, session_key, run_id, status, next_attempt_at, created_at,
          lease_owner, lease_until, data)
