@@ -11,6 +11,9 @@ export const NO_REPLY = "NO_REPLY";
 /** Every silent token; a reply made only of these (any case) is a skip. */
 export const SILENT_TOKENS = [REPLY_SKIP, ANNOUNCE_SKIP, NO_REPLY] as const;
 
+/** Default of `session.agentToAgent.maxHops`: how many messages deep a tree of runs may go from the user's. */
+export const DEFAULT_MAX_HOPS = 5;
+
 /** Default of `session.agentToAgent.maxPingPongTurns`. */
 export const DEFAULT_PING_PONG_TURNS = 5;
 /** Upper bound of `session.agentToAgent.maxPingPongTurns`. */

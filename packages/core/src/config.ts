@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
-import { resolvePingPongTurns } from "./agent-to-agent.js";
+import { DEFAULT_MAX_HOPS, resolvePingPongTurns } from "./agent-to-agent.js";
 import { normalizeChannelId } from "./channels.js";
 import { DM_SCOPES, normalizeAccountId, normalizeAgentId } from "./keys.js";
 import { toSessionsError } from "./schema-errors.js";
@@ -78,6 +78,8 @@ export const AgentConfigSchema = z.strictObject({
   default: z.boolean().optional(),
   model: z.string().trim().min(1).optional(),
   sandboxed: z.boolean().optional(),
+  /** This agent's own `session.agentToAgent.maxHops` for the messages and spawns its runs send. */
+  maxHops: z.int().min(1).max(100).optional(),
   subagents: z
     .strictObject({
       allowAgents: z.array(z.string().trim().min(1)).default([]),
@@ -109,7 +111,14 @@ export const SessionsConfigSchema = z
         identityLinks: z.record(z.string(), z.array(z.string())).default({}),
         sendPolicy: SendPolicySchema.prefault({}),
         agentToAgent: z
-          .strictObject({ maxPingPongTurns: z.unknown().optional().transform(resolvePingPongTurns) })
+          .strictObject({
+            maxPingPongTurns: z.unknown().optional().transform(resolvePingPongTurns),
+            /**
+             * How many messages deep a tree of runs may go from the user's message: a `sessions_send` or
+             * `sessions_spawn` that would start a run further from it is refused (default 5).
+             */
+            maxHops: z.int().min(1).max(100).default(DEFAULT_MAX_HOPS),
+          })
           .prefault({}),
         threadBindings: ThreadBindingsSchema.prefault({}),
       })

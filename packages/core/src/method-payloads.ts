@@ -149,6 +149,8 @@ export const RunTreeNodeSchema = z.looseObject({
   /** The run that caused it (absent on the root, and on runs recorded before causes were). */
   parentRunId: z.string().optional(),
   cause: RunCauseSchema.optional(),
+  /** How many messages (sends, spawns) from the tree's first run it is (absent: 0). */
+  hops: z.number().optional(),
   sessionKey: z.string(),
   agentId: z.string(),
   kind: z.string(),

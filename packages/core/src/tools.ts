@@ -59,6 +59,8 @@ export const InterSessionProvenanceSchema = z.looseObject({
   sourceSessionKey: z.string(),
   sourceChannel: z.string().optional(),
   sourceTool: z.string().optional(),
+  /** How many messages from the tree's first (a user's, or a request's) this one is: 1 for a first send. */
+  hops: z.number().optional(),
 });
 /** Where an inter-session message came from: source session, channel and tool. */
 export type InterSessionProvenance = z.infer<typeof InterSessionProvenanceSchema>;
@@ -153,6 +155,15 @@ const errorFields = {
   code: z.string().optional().describe("A stable machine-readable reason for a denial or error."),
 };
 
+/** What a refusal by the tree's guards (`code` `max_hops` or `loop`) adds: the limit and the chain it stopped. */
+const guardFields = {
+  limit: z.number().optional().describe("The limit that refused the call (max_hops: hops; loop: messages)."),
+  chain: z
+    .array(z.string())
+    .optional()
+    .describe("The sessions the request went through, from the first to the one it would reach."),
+};
+
 // ---------------------------------------------------------------- sessions_list
 
 /** `sessions_list` parameters (limits clamped, defaults filled). */
@@ -235,6 +246,7 @@ export const SessionsSendResult = z.object({
     .optional()
     .describe("The announce delivery, reported separately from the run outcome."),
   ...errorFields,
+  ...guardFields,
 });
 
 // ---------------------------------------------------------------- sessions_spawn
@@ -301,6 +313,7 @@ export const SessionsSpawnResult = z.object({
   childSessionKey: z.string().optional(),
   mode: z.enum(["run", "session"]).optional(),
   ...errorFields,
+  ...guardFields,
 });
 
 // ---------------------------------------------------------------- agents_list

@@ -244,6 +244,8 @@ export interface RunTreeNode {
   /** The run that caused it: absent on the root (and on runs recorded before causes were). */
   parentRunId?: string | undefined;
   cause?: RunCause | undefined;
+  /** How many messages (sends, spawns) from the tree's first run it is (absent: 0). */
+  hops?: number | undefined;
   sessionKey: string;
   agentId: string;
   kind: RunKind;

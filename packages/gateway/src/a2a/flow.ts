@@ -66,7 +66,7 @@ async function replyBackAndAnnounce(
           role: "user",
           content: latest,
           ts: clock.now(),
-          provenance: interSession(from, fromChannel, "sessions_send"),
+          provenance: interSession(from, fromChannel, "sessions_send", primary.hops),
         },
         system: [
           agentToAgentContext(from, fromChannel, speaker),
@@ -100,7 +100,7 @@ async function replyBackAndAnnounce(
         latest,
       ].join("\n"),
       ts: clock.now(),
-      provenance: interSession(requesterKey, requesterChannel, "sessions_send"),
+      provenance: interSession(requesterKey, requesterChannel, "sessions_send", primary.hops),
     },
     system: [
       "Announce step: reply ANNOUNCE_SKIP to stay silent; any other reply is posted to this session's channel.",

@@ -1,7 +1,7 @@
 import type { RunCause, RunRecord } from "../store/types.js";
 
 /** A run that causes others: its id, its tree and the trace context its children continue. */
-export type CausingRun = Pick<RunRecord, "runId" | "rootRunId" | "traceparent">;
+export type CausingRun = Pick<RunRecord, "runId" | "rootRunId" | "traceparent" | "hops" | "sessionKey">;
 
 /** A tool call made inside a run: the run and the call's id (as its transcript records it). */
 export interface ToolCall {
@@ -9,20 +9,30 @@ export interface ToolCall {
   toolCallId: string;
 }
 
-/** The place in `parent`'s tree of a run it causes: the cause, the tree's root and the trace it continues. */
-export function causedBy(
-  parent: CausingRun,
-  cause: RunCause,
-): { cause: RunCause; rootRunId: string; traceparent?: string } {
-  const place = { cause, rootRunId: parent.rootRunId ?? parent.runId };
-  return parent.traceparent === undefined ? place : { ...place, traceparent: parent.traceparent };
+/** Where a run stands in its tree: its cause, root, depth in messages and the trace it continues. */
+export interface TreePlace {
+  cause: RunCause;
+  rootRunId?: string;
+  hops?: number;
+  traceparent?: string;
+}
+
+/**
+ * The place in `parent`'s tree of a run it causes: a tool call's message is one hop further from the tree's first
+ * run; the follow-up of a run's end (a reply-back turn, an announce) is at its hop.
+ */
+export function causedBy(parent: CausingRun, cause: RunCause): TreePlace & { rootRunId: string } {
+  const hops = (parent.hops ?? 0) + (cause.kind === "tool" ? 1 : 0);
+  return {
+    cause,
+    rootRunId: parent.rootRunId ?? parent.runId,
+    ...(hops > 0 ? { hops } : {}),
+    ...(parent.traceparent === undefined ? {} : { traceparent: parent.traceparent }),
+  };
 }
 
 /** A run started by a session tool: by the calling run's tool call, or (no run) by a wire or API request. */
-export function toolCause(
-  call: ToolCall | undefined,
-  tool: string,
-): { cause: RunCause; rootRunId?: string; traceparent?: string } {
+export function toolCause(call: ToolCall | undefined, tool: string): TreePlace {
   if (call === undefined) return { cause: { kind: "request", method: "sessions.tools.call" } };
   return causedBy(call.run, { kind: "tool", runId: call.run.runId, toolCallId: call.toolCallId, tool });
 }

@@ -52,6 +52,23 @@ export function emitRunnerEvent(ctx: EventContext, run: RunRecord, event: AgentR
   }
 }
 
+/** A call of the run refused by its tree's guards (hop limit, loop): operators and subscribers see why. */
+export function emitGuard(
+  ctx: EventContext,
+  runId: string,
+  refusal: { code: string; limit: number; chain: readonly string[]; error: string },
+): void {
+  if (unheard(ctx)) return;
+  ctx.emit({
+    type: "agent",
+    runId,
+    seq: ctx.runs.nextSeq(runId),
+    stream: "guard",
+    ts: ctx.clock.now(),
+    data: { code: refusal.code, limit: refusal.limit, chain: [...refusal.chain], error: refusal.error },
+  });
+}
+
 /** The end of a run: the lifecycle end first (stream readers that stop at the final chat event still see it). */
 export function emitFinal(ctx: EventContext, run: RunRecord): void {
   if (unheard(ctx)) {

@@ -14,6 +14,8 @@ export interface RunSpec {
   /** What made the run, and (unless it starts a tree) its tree's root; the W3C trace context it continues. */
   cause: RunCause;
   rootRunId?: string | undefined;
+  /** How many messages from the tree's first run this one is (see `causedBy`). */
+  hops?: number | undefined;
   traceparent?: string | undefined;
   input: TranscriptMessage;
   idempotencyKey?: string | undefined;

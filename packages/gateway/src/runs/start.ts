@@ -104,6 +104,7 @@ async function record(
     cause: spec.cause,
   };
   if (spec.rootRunId !== undefined) run.rootRunId = spec.rootRunId;
+  if (spec.hops !== undefined && spec.hops > 0) run.hops = spec.hops;
   if (spec.traceparent !== undefined) run.traceparent = spec.traceparent;
   if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
   if (spec.followUp !== undefined) run.followUp = spec.followUp;

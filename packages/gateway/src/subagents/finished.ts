@@ -1,4 +1,5 @@
 import { formatSubagentAnnounce, isAnnounceSkip, normalizeDeliveryContext } from "@sessions/core";
+import { interSession } from "../a2a/provenance.js";
 import type { DeliveryTarget } from "../adapter.js";
 import { unbind } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
@@ -129,7 +130,7 @@ async function announceToRequester(
       role: "user",
       content: text,
       ts: clock.now(),
-      provenance: { kind: "inter_session", sourceSessionKey: childKey, sourceTool: "sessions_spawn" },
+      provenance: interSession(childKey, undefined, "sessions_spawn", run.hops),
     });
     await touchEntry(ctx, record.requesterKey);
   }

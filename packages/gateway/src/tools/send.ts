@@ -2,9 +2,11 @@ import type { parseToolParams, SessionsSendResult } from "@sessions/core";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
 import type { GatewayContext } from "../context.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
+import { emitGuard } from "../runs/run-events.js";
 import { startRun } from "../runs/start.js";
 import { waitRun } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
+import { guardTree } from "./guards.js";
 import { displayKey, resolveTarget } from "./resolve.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
@@ -18,16 +20,22 @@ export async function sendTool(
   const resolved = await resolveTarget(ctx, tool, params.sessionKey, "send");
   if (!("entry" in resolved)) return resolved;
   const target = resolved.entry;
+  const refused = await guardTree(ctx, tool, call, target.key, "sessions_send");
+  if (refused !== undefined) {
+    if (call !== undefined) emitGuard(ctx, call.run.runId, refused);
+    return refused;
+  }
   const sourceChannel = await channelFor(ctx, tool.requesterKey);
+  const place = toolCause(call, "sessions_send");
   const { run } = await startRun(ctx, {
     sessionKey: target.key,
     kind: "inter_session",
-    ...toolCause(call, "sessions_send"),
+    ...place,
     input: {
       role: "user",
       content: params.message,
       ts: ctx.clock.now(),
-      provenance: interSession(tool.requesterKey, sourceChannel, "sessions_send"),
+      provenance: interSession(tool.requesterKey, sourceChannel, "sessions_send", place.hops),
     },
     system: [agentToAgentContext(tool.requesterKey, sourceChannel, target.key)],
     tools: toolContextFor(ctx, target, target.key, false),

@@ -10,9 +10,11 @@ import { interSession } from "../a2a/provenance.js";
 import { bindThread } from "../bindings/bind.js";
 import type { GatewayContext } from "../context.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
+import { emitGuard } from "../runs/run-events.js";
 import { startRun } from "../runs/start.js";
 import { channelFor, ensureEntry } from "../sessions/entries.js";
 import type { SubagentRecord } from "../store/types.js";
+import { guardTree } from "./guards.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
 /** `sessions_spawn` (SPEC 6): checks, reserves a child slot, creates the child (thread-bound if asked), runs it. */
@@ -36,6 +38,11 @@ export async function spawnTool(
     allowAgents: requesterConfig?.subagents.allowAgents ?? [],
   });
   if (!decision.allowed) return { status: "forbidden", code: decision.code, error: decision.message };
+  const refused = await guardTree(ctx, tool, call, `agent:${targetAgent}:subagent:new`, "sessions_spawn");
+  if (refused !== undefined) {
+    if (call !== undefined) emitGuard(ctx, call.run.runId, refused);
+    return refused;
+  }
   const model =
     params.model ??
     findAgentConfig(config, targetAgent)?.subagents.model ??
@@ -105,16 +112,22 @@ export async function spawnTool(
     }
   }
   const timeoutSeconds = params.runTimeoutSeconds ?? defaults.runTimeoutSeconds;
+  const place = toolCause(call, "sessions_spawn");
   const { run } = await startRun(ctx, {
     runId,
     sessionKey: childKey,
     kind: "subagent",
-    ...toolCause(call, "sessions_spawn"),
+    ...place,
     input: {
       role: "user",
       content: params.task,
       ts: clock.now(),
-      provenance: interSession(tool.requesterKey, await channelFor(ctx, tool.requesterKey), "sessions_spawn"),
+      provenance: interSession(
+        tool.requesterKey,
+        await channelFor(ctx, tool.requesterKey),
+        "sessions_spawn",
+        place.hops,
+      ),
     },
     system: [
       `You are a sub-agent spawned by ${tool.requesterKey}. Do the task; your final reply is reported back to it.`,
