@@ -21,7 +21,7 @@ describe("parseSessionsConfig", () => {
       dmScope: "main",
       identityLinks: {},
       sendPolicy: { rules: [], default: "allow" },
-      agentToAgent: { maxPingPongTurns: 5 },
+      agentToAgent: { maxPingPongTurns: 5, maxHops: 5 },
       threadBindings: { enabled: true, idleHours: 24, maxAgeHours: 0 },
     });
     expect(config.tools.sessions.visibility).toBe("tree");
@@ -103,6 +103,8 @@ describe("parseSessionsConfig", () => {
     ],
     [{ agents: { list: [{ id: "a" }, { id: "A" }] } }, "agents.list[1].id"],
     [{ session: { mainKey: "a:b" } }, "session.mainKey"],
+    [{ session: { agentToAgent: { maxHops: 0 } } }, "session.agentToAgent.maxHops"],
+    [{ agents: { list: [{ id: "a", maxHops: 1.5 }] } }, "agents.list[0].maxHops"],
     [{ sessoin: {} }, ""],
     ["not an object", ""],
   ])("%j fails naming %j", (input, field) => {
