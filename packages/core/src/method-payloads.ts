@@ -151,6 +151,12 @@ export const RunTreeNodeSchema = z.looseObject({
   cause: RunCauseSchema.optional(),
   /** How many messages (sends, spawns) from the tree's first run it is (absent: 0). */
   hops: z.number().optional(),
+  /** Its calls the tree's guards refused: `max_hops` or `loop`, the tool, the limit and the chain of sessions. */
+  guards: z
+    .array(
+      z.looseObject({ code: z.string(), tool: z.string(), limit: z.number(), chain: z.array(z.string()) }),
+    )
+    .optional(),
   sessionKey: z.string(),
   agentId: z.string(),
   kind: z.string(),

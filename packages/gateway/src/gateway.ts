@@ -21,6 +21,7 @@ import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
 import type {
   DeliveryRecord,
+  GuardRecord,
   RunCause,
   RunKind,
   RunStatus,
@@ -246,6 +247,8 @@ export interface RunTreeNode {
   cause?: RunCause | undefined;
   /** How many messages (sends, spawns) from the tree's first run it is (absent: 0). */
   hops?: number | undefined;
+  /** Its calls the tree's guards refused (hop limit, loop). */
+  guards?: GuardRecord[] | undefined;
   sessionKey: string;
   agentId: string;
   kind: RunKind;

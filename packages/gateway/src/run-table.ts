@@ -1,5 +1,5 @@
 import { Lanes, Semaphore } from "./lanes.js";
-import type { RunRecord } from "./store/types.js";
+import type { GuardRecord, RunRecord } from "./store/types.js";
 
 /**
  * The abort switch of a run this process holds. Most runs are never aborted: the `AbortSignal` a runner sees is
@@ -10,6 +10,8 @@ export class RunControl {
   private listener: ((reason: unknown) => void) | undefined;
   aborted = false;
   reason: unknown;
+  /** Calls of the run the tree's guards refused: recorded with its end. */
+  readonly guards: GuardRecord[] = [];
 
   constructor(readonly sessionKey: string) {}
 
@@ -95,6 +97,12 @@ export class RunTable {
 
   unregister(runId: string): void {
     this.active.delete(runId);
+  }
+
+  /** Notes a call of a run under way here that the tree's guards refused (kept for its end, at most 20). */
+  noteGuard(runId: string, guard: GuardRecord): void {
+    const guards = this.active.get(runId)?.guards;
+    if (guards !== undefined && guards.length < 20) guards.push(guard);
   }
 
   /** Aborts a session's running and queued runs (or just `runId`); returns the ids aborted. */

@@ -127,6 +127,7 @@ function treeNode(run: RunRecord, parentRunId: string | undefined, deliveries: R
   if (parentRunId !== undefined) node.parentRunId = parentRunId;
   if (run.cause !== undefined) node.cause = run.cause;
   if (run.hops !== undefined) node.hops = run.hops;
+  if (run.guards !== undefined) node.guards = run.guards;
   if (run.startedAt !== undefined) node.startedAt = run.startedAt;
   if (run.endedAt !== undefined) node.endedAt = run.endedAt;
   if (run.error !== undefined) node.error = run.error;

@@ -89,6 +89,7 @@ export async function executeRun(
       else ctx.runs.disown(ended.runId);
     }
   }
+  if (control.guards.length > 0) run = { ...run, guards: [...control.guards] };
   run = await recordEnd(ctx, run, usage, lane);
   emitFinal(ctx, run);
   ctx.runs.settle(run);

@@ -54,6 +54,14 @@ export type RunCause =
       turn?: number | undefined;
     };
 
+/** A call of a run that the tree's guards refused: why, the limit, and the sessions the request went through. */
+export interface GuardRecord {
+  code: "max_hops" | "loop";
+  tool: string;
+  limit: number;
+  chain: string[];
+}
+
 /** A stored run: its session, input, status, reply, usage and follow-up work. */
 export interface RunRecord {
   runId: string;
@@ -86,6 +94,8 @@ export interface RunRecord {
   rootRunId?: string | undefined;
   /** How many messages (sends, spawns) from its tree's first run this run is; absent: 0. */
   hops?: number | undefined;
+  /** Its calls the tree's guards refused (hop limit, loop), recorded with its end (at most 20). */
+  guards?: GuardRecord[] | undefined;
   /**
    * The W3C `traceparent` the run's tree continues from it: its own `invoke_agent` span's when the gateway that
    * recorded it traces, else the one it was started with (a caller's, or the run that caused it). Runs it causes,

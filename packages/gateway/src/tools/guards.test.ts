@@ -118,6 +118,14 @@ describe.each(STORE_KINDS)("the guards of a tree on the %s store", (kind) => {
         events.find((e) => e.type === "agent" && e.stream === "guard" && e.runId === sent[1]?.runId),
       ).toMatchObject({ data: { code: "max_hops", limit: 2, chain: [A, B, C, A] } }),
     );
+    // And it is kept with the run's end: in its record, in runs.tree, across restarts and gateways.
+    const guard = { code: "max_hops", tool: "sessions_send", limit: 2, chain: [A, B, C, A] };
+    await eventually(async () =>
+      expect((await h.store.getRun(sent[1]?.runId as string))?.guards).toEqual([guard]),
+    );
+    const again = await h.gateway.runs.tree({ runId: start.runId as string });
+    expect(again.runs.find((run) => run.runId === sent[1]?.runId)?.guards).toEqual([guard]);
+    expect(again.runs.filter((run) => run.guards !== undefined)).toHaveLength(1);
   });
 
   it("lets an agent's own maxHops override the default", async () => {

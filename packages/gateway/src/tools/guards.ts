@@ -1,6 +1,7 @@
 import { findAgentConfig } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { ToolCall } from "../runs/cause.js";
+import { emitGuard } from "../runs/run-events.js";
 import type { RunRecord } from "../store/types.js";
 import type { ToolContext } from "./tool-context.js";
 
@@ -11,6 +12,20 @@ export interface GuardRefusal {
   error: string;
   limit: number;
   chain: string[];
+}
+
+/**
+ * Records a refusal where people and tools look: an `agent` event of the calling run (`stream: "guard"`), and the
+ * run's record at its end (`guards`, in `runs.tree` and the console). The tool result itself is in its transcript.
+ */
+export function noteGuard(
+  ctx: Pick<GatewayContext, "runs" | "clock" | "emit" | "listening">,
+  runId: string,
+  tool: string,
+  refusal: GuardRefusal,
+): void {
+  ctx.runs.noteGuard(runId, { code: refusal.code, tool, limit: refusal.limit, chain: refusal.chain });
+  emitGuard(ctx, runId, refusal);
 }
 
 /** Runs a tree may hold that the loop guard reads (a tree that large is refused by its hop limit long before). */

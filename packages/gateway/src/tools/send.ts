@@ -2,11 +2,10 @@ import type { parseToolParams, SessionsSendResult } from "@sessions/core";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
 import type { GatewayContext } from "../context.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
-import { emitGuard } from "../runs/run-events.js";
 import { startRun } from "../runs/start.js";
 import { waitRun } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
-import { guardTree } from "./guards.js";
+import { guardTree, noteGuard } from "./guards.js";
 import { displayKey, resolveTarget } from "./resolve.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
@@ -22,7 +21,7 @@ export async function sendTool(
   const target = resolved.entry;
   const refused = await guardTree(ctx, tool, call, target.key, "sessions_send");
   if (refused !== undefined) {
-    if (call !== undefined) emitGuard(ctx, call.run.runId, refused);
+    if (call !== undefined) noteGuard(ctx, call.run.runId, "sessions_send", refused);
     return refused;
   }
   const sourceChannel = await channelFor(ctx, tool.requesterKey);

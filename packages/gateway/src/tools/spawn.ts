@@ -10,11 +10,10 @@ import { interSession } from "../a2a/provenance.js";
 import { bindThread } from "../bindings/bind.js";
 import type { GatewayContext } from "../context.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
-import { emitGuard } from "../runs/run-events.js";
 import { startRun } from "../runs/start.js";
 import { channelFor, ensureEntry } from "../sessions/entries.js";
 import type { SubagentRecord } from "../store/types.js";
-import { guardTree } from "./guards.js";
+import { guardTree, noteGuard } from "./guards.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
 /** `sessions_spawn` (SPEC 6): checks, reserves a child slot, creates the child (thread-bound if asked), runs it. */
@@ -40,7 +39,7 @@ export async function spawnTool(
   if (!decision.allowed) return { status: "forbidden", code: decision.code, error: decision.message };
   const refused = await guardTree(ctx, tool, call, `agent:${targetAgent}:subagent:new`, "sessions_spawn");
   if (refused !== undefined) {
-    if (call !== undefined) emitGuard(ctx, call.run.runId, refused);
+    if (call !== undefined) noteGuard(ctx, call.run.runId, "sessions_spawn", refused);
     return refused;
   }
   const model =

@@ -48,6 +48,16 @@ function Node({ node, onSelect }: { node: TreeNode; onSelect: (key: string) => v
         )}
         {run.error && <span class="error"> · {run.error}</span>}
       </div>
+      {run.guards !== undefined && run.guards.length > 0 && (
+        <ul class="guards" aria-label={`Refused calls of ${run.runId}`}>
+          {run.guards.map((guard, i) => (
+            <li key={i}>
+              <span class="tag state-failed">{guard.code}</span> {guard.tool} refused (limit {guard.limit}):{" "}
+              {guard.chain.join(" → ")}
+            </li>
+          ))}
+        </ul>
+      )}
       {run.deliveries.length > 0 && (
         <ul class="deliveries" aria-label={`Deliveries of ${run.runId}`}>
           {run.deliveries.map((d) => (
