@@ -1,0 +1,101 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createGatewayClient } from "@sessions/gateway-client";
+import { eventually } from "@sessions/testing/eventually";
+import { afterAll, describe, expect, it } from "vitest";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const cli = join(here, "cli.ts");
+const dir = mkdtempSync(join(tmpdir(), "sessions-guards-"));
+const token = "guards-test-token";
+const room = (name: string) => `agent:main:chat:group:${name}`;
+let child: ChildProcess | undefined;
+
+afterAll(() => {
+  child?.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function serve(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let log = "";
+    child = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--port", "0", ...args], {
+      cwd: here,
+      env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const read = (d: Buffer) => {
+      log += String(d);
+      const match = /listening (ws:\/\/\S+)/.exec(log);
+      if (match) resolve(match[1] as string);
+    };
+    child.stdout?.on("data", read);
+    child.stderr?.on("data", read);
+    child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${log}`)));
+  });
+}
+
+describe("the hop limit through the shipped CLI", () => {
+  it("stops a three-session loop at the limit, with the typed refusal in the transcript", async () => {
+    const config = join(dir, "loop.json5");
+    writeFileSync(
+      config,
+      "{ tools: { sessions: { visibility: 'agent' } }, session: { agentToAgent: { maxHops: 4 } } }",
+    );
+    const url = await serve([
+      "--config",
+      config,
+      "--db",
+      join(dir, "loop.db"),
+      "--runner",
+      join(here, "relay-runner.fixture.ts"),
+    ]);
+    const client = createGatewayClient({ url, token, reconnect: false });
+    try {
+      for (const name of ["a", "b", "c"]) {
+        const { runId } = await client.agent({
+          sessionKey: room(name),
+          message: "hi",
+          idempotencyKey: `hi-${name}`,
+        });
+        await client.agentWait({ runId, timeoutMs: 60_000 });
+      }
+      const { runId: root } = await client.agent({
+        sessionKey: room("a"),
+        message: "start",
+        idempotencyKey: "start",
+      });
+      // a → b → c → a → b is four messages; b's run would send the fifth (to c): refused.
+      let refusal: Record<string, unknown> | undefined;
+      await eventually(async () => {
+        const history = await client.chat.history({ sessionKey: room("b"), limit: 100 });
+        refusal = history.messages
+          .flatMap((m) =>
+            Array.isArray(m.content) ? (m.content as { output?: Record<string, unknown> }[]) : [],
+          )
+          .map((part) => part.output)
+          .find((output) => output?.code === "max_hops");
+        expect(refusal).toBeDefined();
+      }, "the refusal in #b's transcript");
+      expect(refusal).toMatchObject({
+        status: "forbidden",
+        code: "max_hops",
+        limit: 4,
+        chain: [room("a"), room("b"), room("c"), room("a"), room("b"), room("c")],
+      });
+      // The loop stopped there: four messages sent, and the refused call kept with its run.
+      await eventually(async () => {
+        const tree = await client.runs.tree({ runId: root });
+        const sends = tree.runs.filter((run) => run.kind === "inter_session");
+        expect(sends.map((run) => run.hops).sort()).toEqual([1, 2, 3, 4]);
+        expect(tree.runs.flatMap((run) => run.guards ?? []).map((g) => g.code)).toEqual(["max_hops"]);
+        expect(tree.runs.every((run) => run.status === "ok")).toBe(true);
+      }, "the tree to settle");
+    } finally {
+      await client.close();
+    }
+  });
+});
