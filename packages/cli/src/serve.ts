@@ -160,12 +160,14 @@ export async function serve(options: OptionValues, out: (line: string) => void):
       if (stopping) return;
       stopping = true;
       out(`${signal}: draining (up to ${drainMs} ms)…`);
+      const say = (what: string) => (error: unknown) =>
+        out(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+      // The spans of the drain are flushed whatever the close said.
       void gateway
         .close({ drainMs })
+        .catch(say("close"))
         .then(() => telemetry?.shutdown())
-        .catch((error: unknown) =>
-          out(`telemetry: ${error instanceof Error ? error.message : String(error)}`),
-        )
+        .catch(say("telemetry"))
         .then(resolveStop);
     };
     process.on("SIGINT", () => stop("SIGINT"));

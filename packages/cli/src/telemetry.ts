@@ -50,7 +50,14 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env): Prom
     resource: resourceFromAttributes({ "service.name": service, "service.version": VERSION }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
-  trace.setGlobalTracerProvider(provider);
+  // A provider registered before (auto-instrumentation loaded with --require) keeps the spans: say so, leave it be.
+  if (!trace.setGlobalTracerProvider(provider)) {
+    await provider.shutdown();
+    return {
+      description: "traces → the tracer provider already registered in this process",
+      async shutdown() {},
+    };
+  }
   return {
     description: `traces → ${endpoint} (${protocol}, service ${service})`,
     async shutdown() {

@@ -87,7 +87,7 @@ export interface InboundMessage {
   messageId?: string | undefined;
   displayName?: string | undefined;
   agentId?: string | undefined;
-  /** The W3C trace context the message arrived with (platform metadata): its runs join that trace. */
+  /** The W3C trace context the message arrived with (platform metadata): its runs join that trace (ignored if invalid). */
   traceparent?: string | undefined;
 }
 

@@ -61,7 +61,7 @@ export class Lifecycle {
 
   constructor(private readonly logger: Pick<Logger, "error">) {}
 
-  /** Subscribes to some hooks; returns the unsubscribe. */
+  /** Subscribes to some hooks (the object's own properties); returns the unsubscribe. */
   subscribe(hooks: Partial<LifecycleHooks>): () => void {
     const added: [LifecycleEvent, (...args: never[]) => void][] = [];
     for (const [event, fn] of Object.entries(hooks) as [LifecycleEvent, (...args: never[]) => void][]) {
@@ -87,7 +87,8 @@ export class Lifecycle {
   emit<E extends LifecycleEvent>(event: E, ...args: Parameters<LifecycleHooks[E]>): void {
     const list = this.#subscribers.get(event);
     if (list === undefined) return;
-    for (const fn of list) {
+    // A copy: a subscriber that unsubscribes (itself or another) during the call does not make the next one skipped.
+    for (const fn of [...list]) {
       try {
         (fn as unknown as (...a: Parameters<LifecycleHooks[E]>) => void)(...args);
       } catch (error) {

@@ -33,10 +33,11 @@ export function toDelivery(row: DeliveryRow): DeliveryRecord {
 }
 
 /**
- * A run's `rootRunId`, read from its JSON text with a pattern rather than a cast to jsonb, which would fail on the
- * escaped NUL Postgres's JSON types refuse. Inside a JSON string every quote is escaped, so only the key matches.
+ * A run's `rootRunId` as its JSON text spells it (escapes and all), read with a pattern rather than a cast to jsonb,
+ * which would fail on the escaped NUL Postgres's JSON types refuse. Inside a JSON string every quote is escaped, so
+ * only the key matches. Part of migration 3's index `runs_root`: a released migration never changes, nor this.
  */
-export const ROOT_OF_RUN = `substring(data from '"rootRunId":"([^"]*)"')`;
+export const ROOT_OF_RUN = `substring(data from '"rootRunId":"((?:[^"\\\\]|\\\\.)*)"')`;
 
 /** Which runs `runs_root` holds: those that have a root (a tree's first run, most runs, costs the index nothing). */
 export const HAS_ROOT = `data LIKE '%"rootRunId":"%'`;
@@ -256,9 +257,10 @@ export function createOperations(s: string) {
     async listRunTree(db: Db, rootRunId: string, limit: number): Promise<RunRecord[]> {
       // The expression and predicate are the index's (runs_root, migration 3), word for word.
       const { rows } = await db.query<DataRow>(
-        `SELECT data FROM ${s}.runs WHERE run_id = $1 OR (${HAS_ROOT} AND ${ROOT_OF_RUN} = $1)
+        `SELECT data FROM ${s}.runs WHERE run_id = $1 OR (${HAS_ROOT} AND ${ROOT_OF_RUN} = $3)
            ORDER BY substring(data from '"createdAt":([0-9]+)')::bigint, run_id LIMIT $2`,
-        [rootRunId, limit],
+        // The root as the JSON text of its children spells it.
+        [rootRunId, limit, JSON.stringify(rootRunId).slice(1, -1)],
       );
       return parseAll<RunRecord>(rows);
     },

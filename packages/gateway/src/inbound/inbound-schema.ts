@@ -1,4 +1,4 @@
-import { type InboundMessage, toSessionsError, traceparentParam } from "@sessions/core";
+import { type InboundMessage, parseTraceparent, toSessionsError } from "@sessions/core";
 import { z } from "zod";
 
 const idText = z.union([z.string(), z.number().finite()]).transform((v) => String(v).trim());
@@ -22,7 +22,11 @@ const InboundMessageSchema = z.object({
   messageId: id.optional(),
   displayName: z.string().max(256).optional(),
   agentId: z.string().trim().min(1).max(64).optional(),
-  traceparent: traceparentParam.optional(),
+  // Platform metadata: one that is not a W3C traceparent is ignored (as the spec says), never the message.
+  traceparent: z
+    .unknown()
+    .transform((v) => (typeof v === "string" && parseTraceparent(v) !== undefined ? v : undefined))
+    .optional(),
 });
 
 /** Validates an adapter's message; bad input is `invalid_params` naming the field. */

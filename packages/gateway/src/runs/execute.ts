@@ -87,6 +87,8 @@ export async function executeRun(
       // Final: wake its waiters here. Not final (another gateway runs it): the change feed will.
       if (isFinal(ended.status)) ctx.runs.settle(ended);
       else ctx.runs.disown(ended.runId);
+      // It will not run here: its follow-ups belong to the gateway that ended or took it over.
+      ctx.lifecycle.emit("ended", ended, false);
     }
   }
   if (control.guards.length > 0) run = { ...run, guards: [...control.guards] };

@@ -142,6 +142,12 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
       expect(await store.listRunTree("c1", 10)).toMatchObject([{ runId: "c1", rootRunId: "root", cause }]);
       expect((await store.listRunTree("other", 10)).map((r) => r.runId)).toEqual(["other", "other-child"]);
       expect(await store.listRunTree("nope", 10)).toEqual([]);
+      // A root whose id JSON escapes (chat.send takes the caller's idempotency key as the run id).
+      const odd = 'k"ey\\ \u0001 é';
+      await store.putRun(run(odd, { createdAt: 40 }));
+      await store.putRun(run("odd-child", { createdAt: 41, rootRunId: odd }));
+      await store.putRun(run("not-odd", { createdAt: 42, rootRunId: 'k"ey' }));
+      expect((await store.listRunTree(odd, 10)).map((r) => r.runId)).toEqual([odd, "odd-child"]);
       await store.close();
     });
 

@@ -9,6 +9,8 @@ type Api = typeof Otel;
 
 /** Ended runs whose span context deliveries still look up here, and sessions whose id is known. */
 const REMEMBERED = 10_000;
+/** Runs traced at once, at most (far above what one gateway runs at a time). */
+const OPEN_RUNS = 100_000;
 
 interface OpenRun {
   span: Otel.Span;
@@ -38,8 +40,10 @@ export function traceRuns(
     };
     return provider.getDelegate?.() !== noop;
   };
-  const open = new Map<string, OpenRun>();
-  const byRunId = new Map<string, OpenRun>();
+  // Runs between `recording` and `ended`: a run accepted here that never ends here (its lane never came, the store
+  // failed) is forgotten once this many newer ones are open, its span never ended.
+  const open = new BoundedMap<string, OpenRun>(OPEN_RUNS);
+  const byRunId = new BoundedMap<string, OpenRun>(OPEN_RUNS);
   const tools = new Map<string, Otel.Span>();
   const ended = new BoundedMap<string, string>(REMEMBERED);
   const sessionIds = new BoundedMap<string, string>(REMEMBERED);
@@ -127,7 +131,10 @@ export function traceRuns(
         },
         parent,
       );
-      if (!trace.isSpanContextValid(span.spanContext())) return;
+      if (!trace.isSpanContextValid(span.spanContext())) {
+        request?.end();
+        return;
+      }
       run.traceparent = traceparentOf(span);
       open.set(run.traceparent, { span, request });
     },

@@ -178,10 +178,16 @@ describe.each(STORE_KINDS)("OpenTelemetry traces on the %s store", (kind) => {
     }
   });
 
-  it("refuses a traceparent that is not one, naming the field", async () => {
+  it("refuses a traceparent that is not one, naming the field; an adapter's is ignored, never its message", async () => {
     h = await harness(kind, { main: agent }, { config });
     await expect(
       h.gateway.chat.send({ sessionKey: "main", message: "x", idempotencyKey: "k", traceparent: "nope" }),
     ).rejects.toMatchObject({ code: "invalid_params", field: "traceparent" });
+    const received = await h.gateway.receive(treeMessage("alice", "hello", { traceparent: "nope" }));
+    await h.gateway.agentWait({ runId: received.runId as string, timeoutMs: 60_000 });
+    await eventually(() => expect(exporter.getFinishedSpans().map((s) => s.name)).toContain("receive chat"));
+    expect(
+      exporter.getFinishedSpans().find((s) => s.name === "receive chat")?.parentSpanContext,
+    ).toBeUndefined();
   });
 });
