@@ -27,6 +27,16 @@ function relay(next: Record<string, string>): ScriptedAgent {
   };
 }
 
+/** A message in the room `#name`. */
+const say = (name: string, text: string) => ({
+  channel: "chat",
+  chatType: "group" as const,
+  peerId: name,
+  senderId: "sam",
+  to: `group:${name}`,
+  text,
+});
+
 const config = (extra: Record<string, unknown> = {}) => ({
   tools: { sessions: { visibility: "agent" as const } },
   ...extra,
@@ -40,14 +50,7 @@ describe.each(STORE_KINDS)("the guards of a tree on the %s store", (kind) => {
 
   async function rooms(...names: string[]) {
     for (const name of names) {
-      const { runId } = await h.gateway.receive({
-        channel: "chat",
-        chatType: "group",
-        peerId: name,
-        senderId: "sam",
-        to: `group:${name}`,
-        text: "hi",
-      });
+      const { runId } = await h.gateway.receive(say(name, "hi"));
       await h.gateway.agentWait({ runId: runId as string, timeoutMs: 60_000 });
     }
   }
@@ -79,14 +82,7 @@ describe.each(STORE_KINDS)("the guards of a tree on the %s store", (kind) => {
     await rooms("a", "b", "c");
     const events: GatewayEvent[] = [];
     h.gateway.subscribe((event) => events.push(event));
-    const start = await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "a",
-      senderId: "sam",
-      to: "group:a",
-      text: "start",
-    });
+    const start = await h.gateway.receive(say("a", "start"));
     const refused = await refusal(C);
     expect(refused).toMatchObject({ code: "max_hops", limit: 2, chain: [A, B, C, A] });
     expect(String(refused.error)).toContain("message 3 of a chain limited to 2");
@@ -140,14 +136,7 @@ describe.each(STORE_KINDS)("the guards of a tree on the %s store", (kind) => {
       },
     );
     await rooms("a", "b", "c");
-    await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "a",
-      senderId: "s",
-      to: "group:a",
-      text: "start",
-    });
+    await h.gateway.receive(say("a", "start"));
     // Hop 3 (C → A) goes through; A's run then tries hop 4 (to B), refused loop or hops: whichever comes first.
     const refused = await refusal(A);
     expect(refused).toMatchObject({ code: "max_hops", limit: 3, chain: [A, B, C, A, B] });
@@ -162,14 +151,7 @@ describe.each(STORE_KINDS)("the guards of a tree on the %s store", (kind) => {
       },
     );
     await rooms("a", "b");
-    await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "a",
-      senderId: "s",
-      to: "group:a",
-      text: "start",
-    });
+    await h.gateway.receive(say("a", "start"));
     // A → B and B → A are the two messages a send and one reply-back turn make; A's next send to B is a loop.
     const refused = await refusal(A);
     expect(refused).toMatchObject({ code: "loop", limit: 2, chain: [A, B, A, B] });
