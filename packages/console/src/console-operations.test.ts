@@ -251,6 +251,19 @@ describe("operating a gateway from the console in Chromium", () => {
     demo.stream.release();
     await expect.poll(() => live.locator(".tag").nth(1).textContent()).toBe("ok");
     await expect.poll(() => live.locator("li[data-delivery]").textContent()).toMatch(/reply\s*delivered/);
+
+    // A run whose third send to #ops the loop guard refused: the refusal is listed under it.
+    const nag = await demo.gateway.receive(demoAlice("nag ops are you there?"));
+    await expect
+      .poll(
+        async () => (await demo.gateway.agentWait({ runId: nag.runId as string, timeoutMs: 60_000 })).reply,
+      )
+      .toBe("Sent: accepted, accepted, loop");
+    await page.getByLabel("Run id", { exact: true }).fill(nag.runId as string);
+    await page.getByRole("button", { name: "Show tree", exact: true }).click();
+    const refused = tree.getByRole("list", { name: `Refused calls of ${nag.runId}` });
+    await expect.poll(() => refused.textContent()).toMatch(/loop\s*sessions_send refused \(limit 2\)/);
+    await expect(refused.textContent()).resolves.toContain(`${MAIN} → ${OPS}`);
     await page.getByRole("button", { name: "Close", exact: true }).click();
     await tree.waitFor({ state: "detached" });
   });

@@ -111,7 +111,8 @@ export type DemoAgent = (turn: DemoTurn) => string | Promise<string>;
 /**
  * The demo's agents: plain, deterministic functions of their turn that call real tools. `main` understands
  * `research <topic>` (spawns a researcher), `watch <topic>` (spawns one in its own thread), `list sessions`,
- * `what did research find?`, `tell <room> <message>` (sessions_send to `#<room>`), `stream please` (a reply in two
+ * `what did research find?`, `tell <room> <message>` (sessions_send to `#<room>`), `nag <room> <message>` (the same
+ * send three times: the loop guard refuses the last), `stream please` (a reply in two
  * streamed halves) and `slow …` (a run that waits ten minutes: something to abort); anything else is echoed.
  */
 export function demoAgents(options: DemoAgentOptions = {}): Record<string, DemoAgent> {
@@ -166,6 +167,21 @@ export function demoAgents(options: DemoAgentOptions = {}): Record<string, DemoA
         timeoutSeconds: 60,
       });
       return sent.status === "ok" ? `Ops replied: "${sent.reply}"` : `Could not reach ${room}: ${sent.error}`;
+    }
+    if (text.startsWith("nag ")) {
+      // The same message to a room three times in one run: the tree's loop guard refuses what a send and its
+      // reply-back turns could not account for.
+      const [, room, ...rest] = text.split(" ");
+      const codes: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const sent = await turn.callTool<{ status: string; code?: string }>("sessions_send", {
+          sessionKey: `agent:ops:console:group:${room}`,
+          message: rest.join(" "),
+          timeoutSeconds: 0,
+        });
+        codes.push(sent.code ?? sent.status);
+      }
+      return `Sent: ${codes.join(", ")}`;
     }
     if (text === "stream please") {
       turn.say("Streaming the first words");
