@@ -19,16 +19,7 @@ import type { GatewayEvent } from "./events.js";
 import type { LifecycleHooks } from "./lifecycle.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
-import type {
-  DeliveryRecord,
-  GuardRecord,
-  RunCause,
-  RunKind,
-  RunStatus,
-  RunUsage,
-  SessionStore,
-  StoredMessage,
-} from "./store/types.js";
+import type { DeliveryRecord, RunKind, RunRecord, SessionStore, StoredMessage } from "./store/types.js";
 
 /**
  * The public shape of a gateway: its options, the object `createGateway` returns, its events and payloads.
@@ -240,24 +231,25 @@ export interface ActiveRun {
 }
 
 /** One run of a tree (`runs.tree`): who caused it, where it ran, how it went, what it cost and delivered. */
-export interface RunTreeNode {
-  runId: string;
-  /** The run that caused it: absent on the root (and on runs recorded before causes were). */
+export interface RunTreeNode
+  extends Pick<
+    RunRecord,
+    | "runId"
+    | "cause"
+    | "hops"
+    | "guards"
+    | "sessionKey"
+    | "agentId"
+    | "kind"
+    | "status"
+    | "createdAt"
+    | "startedAt"
+    | "endedAt"
+    | "error"
+    | "usage"
+  > {
+  /** The run that caused it as shown: absent on the root (and on runs recorded before causes were). */
   parentRunId?: string | undefined;
-  cause?: RunCause | undefined;
-  /** How many messages (sends, spawns) from the tree's first run it is (absent: 0). */
-  hops?: number | undefined;
-  /** Its calls the tree's guards refused (hop limit, loop). */
-  guards?: GuardRecord[] | undefined;
-  sessionKey: string;
-  agentId: string;
-  kind: RunKind;
-  status: RunStatus;
-  createdAt: number;
-  startedAt?: number | undefined;
-  endedAt?: number | undefined;
-  error?: string | undefined;
-  usage?: RunUsage | undefined;
   /** The outbox records it produced (its reply; the announce of its follow-up), oldest first. */
   deliveries: DeliveryRecord[];
 }

@@ -61,34 +61,28 @@ export class Lifecycle {
 
   constructor(private readonly logger: Pick<Logger, "error">) {}
 
-  /** Subscribes to some hooks (the object's own properties); returns the unsubscribe. */
+  /**
+   * Subscribes to some hooks (the object's own properties); returns the unsubscribe. Both replace the lists rather
+   * than change them, so an emit under way calls the subscribers it started with and needs no copy of its own.
+   */
   subscribe(hooks: Partial<LifecycleHooks>): () => void {
-    const added: [LifecycleEvent, (...args: never[]) => void][] = [];
-    for (const [event, fn] of Object.entries(hooks) as [LifecycleEvent, (...args: never[]) => void][]) {
-      const list = this.#subscribers.get(event) ?? [];
-      list.push(fn);
-      this.#subscribers.set(event, list);
-      added.push([event, fn]);
-    }
+    const added = Object.entries(hooks) as [LifecycleEvent, (...args: never[]) => void][];
+    for (const [event, fn] of added)
+      this.#subscribers.set(event, [...(this.#subscribers.get(event) ?? []), fn]);
     return () => {
       for (const [event, fn] of added) {
-        const list = this.#subscribers.get(event) ?? [];
+        const list = [...(this.#subscribers.get(event) ?? [])];
         const at = list.indexOf(fn);
         if (at >= 0) list.splice(at, 1);
+        this.#subscribers.set(event, list);
       }
     };
-  }
-
-  /** Whether anyone listens to `event` (hot paths skip building what no one reads). */
-  has(event: LifecycleEvent): boolean {
-    return (this.#subscribers.get(event)?.length ?? 0) > 0;
   }
 
   emit<E extends LifecycleEvent>(event: E, ...args: Parameters<LifecycleHooks[E]>): void {
     const list = this.#subscribers.get(event);
     if (list === undefined) return;
-    // A copy: a subscriber that unsubscribes (itself or another) during the call does not make the next one skipped.
-    for (const fn of [...list]) {
+    for (const fn of list) {
       try {
         (fn as unknown as (...a: Parameters<LifecycleHooks[E]>) => void)(...args);
       } catch (error) {

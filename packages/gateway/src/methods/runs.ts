@@ -1,6 +1,7 @@
 import { parseMethodParams, SessionsError } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { ActiveRun, RunTree, RunTreeNode } from "../gateway.js";
+import { parentRunId } from "../runs/cause.js";
 import { operatorKey } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
 import { accessTo, toolContextFor } from "../tools/tool-context.js";
@@ -103,17 +104,14 @@ function parentShown(
   shown: ReadonlySet<string>,
 ): string | undefined {
   const seen = new Set<string>([run.runId]);
-  let parent = causeRunId(run);
+  let parent = parentRunId(run);
   while (parent !== undefined && !shown.has(parent) && !seen.has(parent)) {
     seen.add(parent);
     const above = byId.get(parent);
-    parent = above === undefined ? undefined : causeRunId(above);
+    parent = above === undefined ? undefined : parentRunId(above);
   }
   return parent !== undefined && shown.has(parent) ? parent : undefined;
 }
-
-const causeRunId = (run: RunRecord): string | undefined =>
-  run.cause?.kind === "tool" || run.cause?.kind === "follow_up" ? run.cause.runId : undefined;
 
 function treeNode(run: RunRecord, parentRunId: string | undefined, deliveries: RunTreeNode["deliveries"]) {
   const node: RunTreeNode = {

@@ -3,6 +3,10 @@ import type { RunCause, RunRecord } from "../store/types.js";
 /** A run that causes others: its id, its tree and the trace context its children continue. */
 export type CausingRun = Pick<RunRecord, "runId" | "rootRunId" | "traceparent" | "hops" | "sessionKey">;
 
+/** The run that caused `run` (the one whose tool call or end started it); undefined for a tree's first run. */
+export const parentRunId = (run: Pick<RunRecord, "cause">): string | undefined =>
+  run.cause?.kind === "tool" || run.cause?.kind === "follow_up" ? run.cause.runId : undefined;
+
 /** A tool call made inside a run: the run and the call's id (as its transcript records it). */
 export interface ToolCall {
   run: CausingRun;

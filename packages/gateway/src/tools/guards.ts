@@ -1,6 +1,6 @@
 import { findAgentConfig } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
-import type { ToolCall } from "../runs/cause.js";
+import { parentRunId, type ToolCall } from "../runs/cause.js";
 import { emitGuard } from "../runs/run-events.js";
 import type { RunRecord } from "../store/types.js";
 import type { ToolContext } from "./tool-context.js";
@@ -31,9 +31,6 @@ export function noteGuard(
 /** Runs a tree may hold that the loop guard reads (a tree that large is refused by its hop limit long before). */
 const TREE_READ_LIMIT = 1000;
 
-const causeRunId = (run: RunRecord) =>
-  run.cause?.kind === "tool" || run.cause?.kind === "follow_up" ? run.cause.runId : undefined;
-
 /** The sessions a request went through to reach `run`, first first (a session once per stretch it held it). */
 async function chainTo(ctx: Pick<GatewayContext, "store">, runId: string, limit: number): Promise<string[]> {
   const chain: string[] = [];
@@ -42,7 +39,7 @@ async function chainTo(ctx: Pick<GatewayContext, "store">, runId: string, limit:
     const run: RunRecord | undefined = await ctx.store.getRun(next);
     if (run === undefined) break;
     if (chain[0] !== run.sessionKey) chain.unshift(run.sessionKey);
-    next = causeRunId(run);
+    next = parentRunId(run);
   }
   return chain;
 }
