@@ -203,6 +203,32 @@ export const SessionsHistoryParams = z.strictObject({
     .transform(clamp(1, 1000))
     .describe("Newest N messages, returned oldest first (default 50, clamped to 1..1000)."),
   includeTools: z.boolean().default(false).describe("Include tool result messages (default false)."),
+  deliveryId: z
+    .string()
+    .trim()
+    .min(1)
+    .max(LIMITS.id)
+    .optional()
+    .describe(
+      "A delivery id from sessions_send (delivery.id) to this session: the result's `delivery` says whether it reached the chat.",
+    ),
+});
+
+/** How an announce's delivery went: `pending`, `delivered`, `suppressed` or `failed`. */
+export const DeliveryStatusSchema = z.enum(["pending", "delivered", "suppressed", "failed"]);
+
+/**
+ * A delivery as the agent that caused it reads it: `pending` (not sent yet), `delivered` with the platform's
+ * message ids, `suppressed` with the rule or step that held it back, or `failed` with the last error.
+ */
+export const DeliveryOutcomeSchema = z.object({
+  id: z.string().optional().describe("Pass it to sessions_history (deliveryId) to read the outcome later."),
+  status: DeliveryStatusSchema,
+  messageIds: z.array(z.string()).optional().describe("The chat platform's ids of the posted message(s)."),
+  reason: z
+    .string()
+    .optional()
+    .describe("Why it was suppressed or failed; on a pending one, the error it is being retried after."),
 });
 
 /** `sessions_history` result: messages oldest first, with `truncated` and `droppedMessages` when bounded. */
@@ -212,6 +238,7 @@ export const SessionsHistoryResult = z.object({
   messages: z.array(TranscriptMessageSchema),
   truncated: z.boolean().optional(),
   droppedMessages: z.int().optional(),
+  delivery: DeliveryOutcomeSchema.optional().describe("The outcome of the delivery asked for with deliveryId."),
   ...errorFields,
 });
 
@@ -228,23 +255,15 @@ export const SessionsSendParams = z.strictObject({
     .describe("Seconds to wait for the reply (default 30). 0 = fire-and-forget: returns status accepted."),
 });
 
-/** How an announce's delivery went: `pending`, `delivered`, `suppressed` or `failed`. */
-export const DeliveryStatusSchema = z.enum(["pending", "delivered", "suppressed", "failed"]);
-
 /** `sessions_send` result: the run id, its status, and the reply when it came in time. */
 export const SessionsSendResult = z.object({
   status: ToolStatusSchema,
   runId: z.string().optional(),
   sessionKey: z.string().optional(),
   reply: z.string().optional().describe("The final assistant text of this run."),
-  delivery: z
-    .object({
-      status: DeliveryStatusSchema,
-      id: z.string().optional(),
-      reason: z.string().optional(),
-    })
-    .optional()
-    .describe("The announce delivery, reported separately from the run outcome."),
+  delivery: DeliveryOutcomeSchema.optional().describe(
+    "The delivery the target's announce of this exchange goes out as, reported separately from the run outcome: read it later with sessions_history ({ sessionKey, deliveryId }).",
+  ),
   ...errorFields,
   ...guardFields,
 });
@@ -348,6 +367,8 @@ export type SessionsSendParamsInput = z.input<typeof SessionsSendParams>;
 export type SessionsSendParams = z.output<typeof SessionsSendParams>;
 /** `sessions_send` result. */
 export type SessionsSendResult = z.infer<typeof SessionsSendResult>;
+/** A delivery's outcome as `sessions_send` and `sessions_history` report it. */
+export type DeliveryOutcome = z.infer<typeof DeliveryOutcomeSchema>;
 /** `sessions_spawn` parameters as a caller writes them. */
 export type SessionsSpawnParamsInput = z.input<typeof SessionsSpawnParams>;
 /** `sessions_spawn` parameters after validation and defaults. */

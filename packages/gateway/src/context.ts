@@ -46,6 +46,8 @@ export interface RecordedDelivery {
 
 /** A delivery to store and send. */
 export interface EnqueueDelivery {
+  /** The record's id when it is known beforehand (an announce's: see `a2a/receipt.ts`); else a fresh one. */
+  id?: string | undefined;
   idempotencyKey: string;
   kind: DeliveryKind;
   sessionKey: string;

@@ -7,6 +7,7 @@ import { channelFor } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";
 import { agentToAgentContext, interSession } from "./provenance.js";
+import { announceDeliveryId, nothingAnnounced } from "./receipt.js";
 
 /** The reply-back loop and announce step follow every `sessions_send` run this gateway ends (or takes over). */
 export function followAgentToAgent(ctx: GatewayContext): Partial<LifecycleHooks> {
@@ -30,6 +31,14 @@ export async function agentToAgentFlow(ctx: GatewayContext, primary: RunRecord):
       followUp.request,
       primary,
     );
+  } else {
+    // No reply-back and no announce: the receipt the sender holds says why.
+    await ctx.outbox.enqueue({
+      ...announceDelivery(primary),
+      target: { channel: await channelFor(ctx, primary.sessionKey), to: "-" },
+      text: "",
+      suppressedReason: nothingAnnounced(primary),
+    });
   }
   if (ctx.tasks.closed) return;
   const latest = await ctx.store.getRun(primary.runId);
@@ -80,8 +89,13 @@ async function replyBackAndAnnounce(
     }
   }
   if (ctx.tasks.closed) return;
+  const base = announceDelivery(primary);
+  const nowhere = { channel: targetChannel, to: "-" };
   const targetEntry = await store.getEntry(targetKey);
-  if (targetEntry === undefined) return;
+  if (targetEntry === undefined) {
+    await ctx.outbox.enqueue({ ...base, target: nowhere, text: "", suppressedReason: "target session deleted" });
+    return;
+  }
   const announce = await runAndWait(ctx, {
     sessionKey: targetKey,
     kind: "announce",
@@ -110,13 +124,6 @@ async function replyBackAndAnnounce(
   // A gateway that is closing leaves the announce to the next start (the run's follow-up stays pending).
   if (ctx.tasks.closed) return;
   const text = announce.reply ?? "";
-  const base = {
-    idempotencyKey: `announce:${primary.runId}`,
-    kind: "announce" as const,
-    sessionKey: targetKey,
-    runId: primary.runId,
-  };
-  const nowhere = { channel: targetChannel, to: "-" };
   if (announce.status !== "ok" || text.trim() === "" || isAnnounceSkip(text)) {
     const suppressedReason = announce.status !== "ok" ? `announce step ${announce.status}` : "ANNOUNCE_SKIP";
     await ctx.outbox.enqueue({ ...base, target: nowhere, text, suppressedReason });
@@ -129,4 +136,15 @@ async function replyBackAndAnnounce(
     return;
   }
   await ctx.outbox.enqueue({ ...base, target, text });
+}
+
+/** The announce delivery of a `sessions_send` run: one per run, under the id its sender was given. */
+function announceDelivery(primary: RunRecord) {
+  return {
+    id: announceDeliveryId(primary.runId),
+    idempotencyKey: `announce:${primary.runId}`,
+    kind: "announce" as const,
+    sessionKey: primary.sessionKey,
+    runId: primary.runId,
+  };
 }

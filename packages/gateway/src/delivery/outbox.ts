@@ -238,7 +238,7 @@ export function createOutbox(deps: OutboxDeps): Outbox {
   function draft(input: EnqueueDelivery): DeliveryRecord {
     const now = clock.now();
     const fresh: DeliveryRecord = {
-      id: timeOrderedId(),
+      id: input.id ?? timeOrderedId(),
       idempotencyKey: input.idempotencyKey,
       kind: input.kind,
       sessionKey: input.sessionKey,

@@ -1,4 +1,5 @@
 import type { parseToolParams, SessionsHistoryResult } from "@sessions/core";
+import { readDeliveryOutcome } from "../a2a/receipt.js";
 import type { GatewayContext } from "../context.js";
 import type { StoredMessage } from "../store/types.js";
 import { isToolMessage } from "../transcript.js";
@@ -77,11 +78,20 @@ export async function historyTool(
   }
   const truncated =
     dropped > 0 || messages.some((m, i) => JSON.stringify(m) !== JSON.stringify(raw[i + dropped]));
-  return {
+  const result: SessionsHistoryResult = {
     status: "ok",
     sessionKey: displayKey(ctx, tool, key),
     messages,
     ...(truncated ? { truncated: true } : {}),
     ...(dropped > 0 ? { droppedMessages: dropped } : {}),
+  };
+  if (params.deliveryId === undefined) return result;
+  const delivery = await readDeliveryOutcome(ctx, key, params.deliveryId);
+  if (delivery !== undefined) return { ...result, delivery };
+  return {
+    ...result,
+    status: "not_found",
+    code: "delivery_not_found",
+    error: `No delivery ${params.deliveryId} to this session (use the delivery.id sessions_send returned)`,
   };
 }

@@ -1,5 +1,6 @@
 import type { parseToolParams, SessionsSendResult } from "@sessions/core";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
+import { announceDeliveryId, nothingAnnounced } from "../a2a/receipt.js";
 import type { GatewayContext } from "../context.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
@@ -46,8 +47,9 @@ export async function sendTool(
     },
   });
   const sessionKey = displayKey(ctx, tool, target.key);
+  const pending = { id: announceDeliveryId(run.runId), status: "pending" as const };
   if (params.timeoutSeconds === 0) {
-    return { runId: run.runId, status: "accepted", sessionKey, delivery: { status: "pending" } };
+    return { runId: run.runId, status: "accepted", sessionKey, delivery: pending };
   }
   const waited = await waitRun(ctx, run.runId, params.timeoutSeconds * 1000);
   if (waited.status === "ok") {
@@ -56,7 +58,7 @@ export async function sendTool(
       status: "ok",
       sessionKey,
       ...(waited.reply ? { reply: waited.reply } : {}),
-      delivery: { status: "pending" },
+      delivery: pending,
     };
   }
   if (waited.status === "timeout" && waited.endedAt === undefined) {
@@ -65,7 +67,15 @@ export async function sendTool(
       status: "timeout",
       sessionKey,
       error: `No reply within ${params.timeoutSeconds}s; the run continues — read its result later with sessions_history`,
+      delivery: pending,
     };
   }
-  return { runId: run.runId, status: "error", sessionKey, error: waited.error ?? "run failed" };
+  return {
+    runId: run.runId,
+    status: "error",
+    sessionKey,
+    error: waited.error ?? "run failed",
+    // The follow-up records this receipt as suppressed, with the same reason.
+    delivery: { ...pending, status: "suppressed", reason: nothingAnnounced(waited) },
+  };
 }
