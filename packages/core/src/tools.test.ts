@@ -162,6 +162,7 @@ type LimitCase = [tool: (typeof SESSION_TOOL_NAMES)[number], field: string, limi
 const LIMIT_CASES: readonly LimitCase[] = [
   ["sessions_list", "kinds", "kinds", "main"],
   ["sessions_history", "sessionKey", "key"],
+  ["sessions_history", "deliveryId", "id"],
   ["sessions_send", "sessionKey", "key"],
   ["sessions_send", "message", "toolMessageBytes"],
   ["sessions_spawn", "task", "toolMessageBytes"],
