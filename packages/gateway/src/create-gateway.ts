@@ -26,6 +26,7 @@ import { Lifecycle } from "./lifecycle.js";
 import { dispatch } from "./methods/index.js";
 import { callTool } from "./methods/tools.js";
 import { RunTable } from "./run-table.js";
+import { recordDeliveries, recordingRunner, recordingWriter } from "./runner/recording.js";
 import { holdGatewayLease } from "./runs/ownership.js";
 import { recoverRuns } from "./runs/recovery.js";
 import { isFinal } from "./runs/wait.js";
@@ -115,13 +116,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   let clustered: ReturnType<typeof startCluster> | undefined;
   const connections = new Set<HeldConnection>();
   const lifecycle = new Lifecycle(logger);
+  const record = options.record === undefined ? undefined : recordingWriter(options.record);
+  if (record !== undefined) lifecycle.subscribe(recordDeliveries(record));
   const ctx: GatewayContext = {
     owner,
     config,
     store,
     clock,
     logger,
-    runner: options.runner,
+    runner: record === undefined ? options.runner : recordingRunner(options.runner, record),
     channels,
     outbox: createOutbox({
       store,

@@ -17,6 +17,7 @@ import type { ClusterOptions, ExclusiveConnection, HeldConnection } from "./clus
 import type { OutboxOptions } from "./delivery/outbox.js";
 import type { GatewayEvent } from "./events.js";
 import type { LifecycleHooks } from "./lifecycle.js";
+import type { RecordingSink } from "./runner/recording.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
 import type { DeliveryRecord, RunKind, RunRecord, SessionStore, StoredMessage } from "./store/types.js";
@@ -49,6 +50,12 @@ export interface GatewayOptions {
    * a tracer provider is registered: on by default, at no cost without one; `false` turns it off.
    */
   tracing?: boolean | undefined;
+  /**
+   * Records every runner turn (what the gateway asked, what the runner streamed and called, and the tools'
+   * answers) and every delivery's outcome as JSONL: a file path (appended to) or a function per line. Replay it as a
+   * test with `createReplayRunner` from `@sessions/testing` (docs/agent-trees.md).
+   */
+  record?: RecordingSink | undefined;
   /**
    * Several gateways on one shared store (e.g. `@sessions/store-postgres`): session lanes hold across them, each
    * looks for the work of dead gateways every `recoveryIntervalMs`, and runs on other gateways raise their start

@@ -29,6 +29,12 @@ export type {
 } from "./gateway.js";
 export type { DeliveryAttemptInfo, LifecycleHooks, RunDraft, ToolCallInfo } from "./lifecycle.js";
 export {
+  type RecordedEvent,
+  type RecordingLine,
+  type RecordingSink,
+  recordingRunner,
+} from "./runner/recording.js";
+export {
   createScriptedRunner,
   type ScriptedAgent,
   type ScriptedReply,

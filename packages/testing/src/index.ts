@@ -55,6 +55,15 @@ export {
   matrixEvent,
   matrixThreadRelation,
 } from "./matrix-fixtures.js";
+export type { MaskOptions } from "./replay/ids.js";
+export { normalizeRecording, type RecordedTurn, readRecording } from "./replay/recording.js";
+export {
+  createReplayRunner,
+  type ReplayEvent,
+  type ReplayRequest,
+  type ReplayRunner,
+  type ReplayTool,
+} from "./replay/runner.js";
 export {
   defaultSlackTeams,
   type FakeSlackChannel,
