@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { createGatewayClient } from "@sessions/gateway-client";
 import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
@@ -38,13 +39,34 @@ function serve(args: string[]): Promise<string> {
   });
 }
 
+const loopConfig = (maxHops: number) => {
+  const file = join(dir, `loop-${maxHops}.json5`);
+  writeFileSync(
+    file,
+    `{ tools: { sessions: { visibility: 'agent' } }, session: { agentToAgent: { maxHops: ${maxHops} } } }`,
+  );
+  return file;
+};
+const recording = join(dir, "loop.jsonl");
+
+/** `sessions-gateway replay` of the loop's recording under `config`: its exit code and output. */
+async function replay(config: string): Promise<{ code: number; stdout: string }> {
+  try {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", cli, "replay", recording, "--config", config],
+      { cwd: here },
+    );
+    return { code: 0, stdout };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? -1, stdout: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
+  }
+}
+
 describe("the hop limit through the shipped CLI", () => {
   it("stops a three-session loop at the limit, with the typed refusal in the transcript", async () => {
-    const config = join(dir, "loop.json5");
-    writeFileSync(
-      config,
-      "{ tools: { sessions: { visibility: 'agent' } }, session: { agentToAgent: { maxHops: 4 } } }",
-    );
+    const config = loopConfig(4);
     const url = await serve([
       "--config",
       config,
@@ -52,6 +74,8 @@ describe("the hop limit through the shipped CLI", () => {
       join(dir, "loop.db"),
       "--runner",
       join(here, "relay-runner.fixture.ts"),
+      "--record",
+      recording,
     ]);
     const client = createGatewayClient({ url, token, reconnect: false });
     try {
@@ -94,8 +118,24 @@ describe("the hop limit through the shipped CLI", () => {
         expect(tree.runs.flatMap((run) => run.guards ?? []).map((g) => g.code)).toEqual(["max_hops"]);
         expect(tree.runs.every((run) => run.status === "ok")).toBe(true);
       }, "the tree to settle");
+      await eventually(async () => expect((await client.runs.list({})).runs).toEqual([]), "the gateway idle");
     } finally {
       await client.close();
     }
+  });
+
+  it("replays the loop's recording identically, and with a changed limit fails with a diff", async () => {
+    const same = await replay(loopConfig(4));
+    expect(same.stdout).toMatch(/^replayed \d+ turns and \d+ deliveries: identical to /);
+    expect(same.code).toBe(0);
+
+    const changed = await replay(loopConfig(3));
+    expect(changed.code).toBe(1);
+    // With three hops, #a's second send (the fourth message) is refused where the recording has it accepted.
+    expect(changed.stdout).toMatch(
+      /inter_session in agent:main:chat:group:a: sessions_send answered otherwise/,
+    );
+    expect(changed.stdout).toMatch(/status:\n\s+recorded "accepted"\n\s+now\s+"forbidden"/);
+    expect(changed.stdout).toMatch(/never happened/);
   });
 });

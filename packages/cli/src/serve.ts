@@ -123,6 +123,8 @@ export async function serve(options: OptionValues, out: (line: string) => void):
   const drainMs = wholeNumber(options["drain-ms"], "drain-ms", SERVE.name, 10_000);
   const configPath = text(options.config);
   const runnerSpec = text(options.runner);
+  const record = text(options.record);
+  if (record?.trim() === "") throw usageError("--record needs a file", SERVE.name, "--record");
   if (text(options.host)?.trim() === "") throw usageError("--host must not be empty", SERVE.name, "--host");
   const { config, server } =
     configPath === undefined ? { config: {}, server: {} } : readConfigFile(configPath);
@@ -139,6 +141,7 @@ export async function serve(options: OptionValues, out: (line: string) => void):
     config,
     store: await openStore(options, server),
     runner: await loadRunner(runnerSpec),
+    ...(record === undefined ? {} : { record }),
   });
   const listening = await gateway.listen({
     host,

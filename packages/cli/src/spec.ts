@@ -127,6 +127,12 @@ export const SERVE: CommandSpec = {
       description: "`echo`, or a module whose default export is an AgentRunner",
       default: "echo",
     },
+    record: {
+      type: "string",
+      placeholder: "file.jsonl",
+      description:
+        "append every runner turn (inputs, streamed text, tool calls and their answers, reply) and delivery outcome to this JSONL file, to replay as a test with createReplayRunner (@sessions/testing)",
+    },
     "drain-ms": {
       type: "string",
       placeholder: "N",
@@ -143,6 +149,7 @@ export const SERVE: CommandSpec = {
   examples: [
     "SESSIONS_GATEWAY_TOKEN=dev sessions-gateway serve --config gateway.json5",
     "sessions-gateway serve --port 0 --db /tmp/gw.db --runner ./my-runner.js",
+    "sessions-gateway serve --runner ./my-runner.js --record exchange.jsonl",
     "SESSIONS_GATEWAY_STORE=postgres://gw:secret@db.internal/sessions sessions-gateway serve --host 0.0.0.0",
   ],
 };
@@ -240,9 +247,33 @@ export const SESSIONS_PATCH: CommandSpec = {
   examples: ["sessions-gateway sessions patch main --label home --send-policy deny"],
 };
 
+export const REPLAY: CommandSpec = {
+  name: "replay",
+  args: "<recording.jsonl>",
+  summary: "replay a recorded exchange on a fresh gateway and report where it diverges",
+  details: [
+    "Plays a recording made with `serve --record` back through a gateway of its own (a fresh SQLite file, removed afterwards) with the given config: the exchange's first messages are sent again (`agent` and `chat.send` turns, in order), every turn the gateway asks for is answered from the recording, the recorded tool calls are made again and must get the recorded answers, and the deliveries must come out the same. Ids and times are paired up, not compared.",
+    "Exits 0 when the replay is the recording's, byte for byte after normalisation; 1 with a diff when a turn, a tool's answer or a delivery differs (a changed routing rule, visibility, policy or announce).",
+  ],
+  options: {
+    config: {
+      type: "string",
+      placeholder: "file.json5",
+      description:
+        "the sessions config to replay under (as `serve --config`; its `gateway` block is ignored)",
+    },
+    ...HELP_OPTION,
+  },
+  examples: [
+    "sessions-gateway serve --config gateway.json5 --runner ./my-runner.js --record exchange.jsonl",
+    "sessions-gateway replay exchange.jsonl --config gateway.json5",
+  ],
+};
+
 /** Every command of `sessions-gateway`, in the order the top-level help lists them: `serve`, then `sessions …`. */
 export const COMMANDS: readonly CommandSpec[] = [
   SERVE,
+  REPLAY,
   SESSIONS_LIST,
   SESSIONS_HISTORY,
   SESSIONS_SEND,

@@ -1,0 +1,88 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createGateway, createSqliteStore, type Gateway, type RecordingLine } from "@sessions/gateway";
+import { createReplayRunner, normalizeRecording, type RecordedTurn, readRecording } from "@sessions/testing";
+import { eventually } from "@sessions/testing/eventually";
+import { type OptionValues, text, usageError } from "./args.js";
+import { readConfigFile } from "./serve.js";
+import type { CliIo } from "./sessions.js";
+import { REPLAY } from "./spec.js";
+
+/** How many differing lines of two normalised recordings are shown. */
+const SHOWN = 20;
+
+/**
+ * `sessions-gateway replay <recording>`: replays a recorded exchange on a gateway of its own and compares. Returns
+ * the exit code: 0 identical, 1 diverged (the diff on stdout).
+ */
+export async function replay(file: string | undefined, options: OptionValues, io: CliIo): Promise<number> {
+  if (file === undefined) throw usageError("give the recording to replay", REPLAY.name, "recording");
+  if (!existsSync(file)) throw usageError(`no recording at ${file}`, REPLAY.name, "recording");
+  const configPath = text(options.config);
+  const config = configPath === undefined ? {} : readConfigFile(configPath).config;
+  const roots = readRecording(file).filter(
+    (line) => line.type === "turn" && (line.kind === "agent" || line.kind === "chat"),
+  ) as unknown as RecordedTurn[];
+  const runner = createReplayRunner(file);
+  const lines: RecordingLine[] = [];
+  const dir = mkdtempSync(join(tmpdir(), "sessions-replay-"));
+  const gateway = createGateway({
+    config,
+    store: createSqliteStore({ path: join(dir, "replay.db") }),
+    runner,
+    record: (line) => lines.push(line),
+  });
+  try {
+    await gateway.ready;
+    for (const [i, root] of roots.entries()) {
+      const asked = { sessionKey: root.sessionKey, message: root.input, idempotencyKey: `replay-${i}` };
+      await (root.kind === "agent" ? gateway.agent(asked) : gateway.chat.send(asked));
+      await idle(gateway);
+    }
+  } finally {
+    await gateway.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const problems: string[] = [];
+  try {
+    runner.assertReplayed();
+  } catch (error) {
+    problems.push((error as Error).message);
+  }
+  const recorded = normalizeRecording(file).split("\n");
+  const replayed = normalizeRecording({ text: lines.map((l) => `${JSON.stringify(l)}\n`).join("") }).split(
+    "\n",
+  );
+  const missing = recorded.filter((line) => !replayed.includes(line));
+  const extra = replayed.filter((line) => !recorded.includes(line));
+  if (missing.length + extra.length > 0)
+    problems.push(
+      [
+        "The replay's recording differs from the recording (after normalisation):",
+        ...missing.slice(0, SHOWN).map((line) => `- ${line}`),
+        ...extra.slice(0, SHOWN).map((line) => `+ ${line}`),
+      ].join("\n"),
+    );
+  if (problems.length > 0) {
+    for (const problem of problems) io.out(problem);
+    return 1;
+  }
+  const turns = lines.filter((l) => l.type === "turn").length;
+  io.out(`replayed ${turns} turns and ${lines.length - turns} deliveries: identical to ${file}`);
+  return 0;
+}
+
+/** Until nothing runs, waits or is queued for delivery. */
+async function idle(gateway: Gateway): Promise<void> {
+  await eventually(
+    async () => {
+      const runs = await gateway.store.listRunsByStatus(["queued", "running"]);
+      const queued = await gateway.store.listQueuedDeliveries(1);
+      const children = await gateway.store.listSubagents({ statuses: ["running", "announcing"] });
+      return runs.length + queued.length + children.length === 0;
+    },
+    "the replayed exchange to settle",
+    { intervalMs: 10 },
+  );
+}
