@@ -238,7 +238,9 @@ export const SessionsHistoryResult = z.object({
   messages: z.array(TranscriptMessageSchema),
   truncated: z.boolean().optional(),
   droppedMessages: z.int().optional(),
-  delivery: DeliveryOutcomeSchema.optional().describe("The outcome of the delivery asked for with deliveryId."),
+  delivery: DeliveryOutcomeSchema.optional().describe(
+    "The outcome of the delivery asked for with deliveryId.",
+  ),
   ...errorFields,
 });
 
