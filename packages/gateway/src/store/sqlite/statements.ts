@@ -118,8 +118,8 @@ export function prepareStatements(db: Database.Database): Statements {
 
 /**
  * The list queries whose optional filters change the SQL. Array filters are one JSON parameter each, so the
- * text depends only on which filters are present: at most 2^8 entry lists + 2^3 delivery lists + 2^2 sub-agent
- * lists = 268 cached statements per connection, whatever the callers pass.
+ * text depends only on which filters are present: at most 2^10 entry lists (nine filters, two orders) + 2^3
+ * delivery lists + 2^2 sub-agent lists = 1,036 cached statements per connection, whatever the callers pass.
  */
 export interface ListStatements {
   size(): number;
@@ -185,8 +185,13 @@ export function createListStatements(db: Database.Database): ListStatements {
         clauses.push("updated_at <= ? AND (updated_at < ? OR key > ?)");
         params.push(query.after.updatedAt, query.after.updatedAt, query.after.key);
       }
+      if (query.afterKey !== undefined) {
+        clauses.push("key > ?");
+        params.push(query.afterKey);
+      }
       params.push(Math.max(0, Math.floor(query.limit)), Math.max(0, Math.floor(query.offset ?? 0)));
-      const sql = `SELECT data FROM entries ${where(clauses)} ORDER BY updated_at DESC, key ASC LIMIT ? OFFSET ?`;
+      const order = query.order === "key" ? "key ASC" : "updated_at DESC, key ASC";
+      const sql = `SELECT data FROM entries ${where(clauses)} ORDER BY ${order} LIMIT ? OFFSET ?`;
       return { stmt: statement(sql), params };
     },
     deliveries(query) {
