@@ -261,13 +261,15 @@ export interface RunTree {
   truncated: boolean;
 }
 
-/** `sessions.list` payload: one page of rows, `nextOffset` for the next. */
+/** `sessions.list` payload: one page of rows, `nextOffset` for the next (and `nextCursor` with `sortBy: "key"`). */
 export interface SessionsListPayload {
   ts: number;
   count: number;
   totalCount?: number | undefined;
   hasMore: boolean;
   nextOffset: number | null;
+  /** With `sortBy: "key"`: the `cursor` of the next page, `null` on the last. */
+  nextCursor?: string | null | undefined;
   sessions: GatewayRow[];
 }
 
@@ -285,6 +287,8 @@ export interface ChatHistoryPayload {
   totalMessages: number;
   hasMore: boolean;
   nextOffset: number | null;
+  /** The `cursor` of the page before this one (older messages), `null` on the oldest. */
+  nextCursor: string | null;
 }
 
 /** `agents.list` payload. */
