@@ -94,7 +94,7 @@ export interface Gateway {
   /** Calls a gateway method by its wire name with validated params. */
   call(method: GatewayMethodName, params?: unknown): Promise<unknown>;
   sessions: {
-    /** `sessions.list`: one page of sessions, newest first. */
+    /** `sessions.list`: one page of sessions, newest first; or by key (`sortBy: "key"`), walked with `cursor`. */
     list(params?: MethodParams<"sessions.list">): Promise<SessionsListPayload>;
     /** `sessions.resolve`: the one session matching a key, sessionId or label. */
     resolve(params: MethodParams<"sessions.resolve">): Promise<{ ok: true; key: string; agentId: string }>;
@@ -106,7 +106,7 @@ export interface Gateway {
     ): Promise<{ ok: true; key: string; deleted: boolean; archived: string[] }>;
   };
   chat: {
-    /** `chat.history`: a session's messages, oldest first (`offset` counts back from the newest). */
+    /** `chat.history`: a session's messages, oldest first; the page before `cursor` or `offset` (from the newest). */
     history(params: MethodParams<"chat.history">): Promise<ChatHistoryPayload>;
     /** `chat.send`: a user turn into a session and a run; idempotent by `idempotencyKey`. */
     send(
