@@ -25,6 +25,8 @@ export const LIMITS = {
   search: 200,
   /** Items in `keys` or `runIds` of one `sessions.subscribe` / `sessions.unsubscribe` call. */
   subscriptions: 256,
+  /** A `cursor` of `chat.history` or `sessions.list`: the `nextCursor` a page gave, passed back unchanged. */
+  cursor: 32 * 1024,
   /** Items in a `kinds` filter (six kinds exist; duplicates are tolerated up to this). */
   kinds: 16,
   /** Items in `connect` `scopes`. */

@@ -54,13 +54,17 @@ export const GatewayRowSchema = z.looseObject({
 /** A `sessions.list` row. */
 export type GatewayRow = z.infer<typeof GatewayRowSchema>;
 
-/** `sessions.list` payload: one page of rows and where the next starts. */
+/**
+ * `sessions.list` payload: one page of rows and where the next starts. `nextCursor` (ours) comes with
+ * `sortBy: "key"`: pass it as `cursor` for the next page; `null` on the last.
+ */
 export const SessionsListPayloadSchema = z.looseObject({
   ts: z.number(),
   count: z.number(),
   totalCount: z.number().optional(),
   hasMore: z.boolean(),
   nextOffset: z.number().nullable(),
+  nextCursor: z.string().nullable().optional(),
   sessions: z.array(GatewayRowSchema),
 });
 
@@ -213,7 +217,8 @@ export const METHOD_PAYLOADS = {
     deleted: z.boolean(),
     archived: z.array(z.string()).optional(),
   }),
-  // An unknown session answers ok and empty, without `sessionId` (as OpenClaw does).
+  // An unknown session answers ok and empty, without `sessionId` (as OpenClaw does). `nextCursor` is ours: the
+  // `cursor` of the page before this one, `null` on the oldest (absent from OpenClaw gateways).
   "chat.history": z.looseObject({
     sessionKey: z.string(),
     sessionId: z.string().optional(),
@@ -221,6 +226,7 @@ export const METHOD_PAYLOADS = {
     totalMessages: z.number(),
     hasMore: z.boolean(),
     nextOffset: z.number().nullable(),
+    nextCursor: z.string().nullable().optional(),
   }),
   "chat.send": z.looseObject({ runId: z.string(), status: z.enum(["started", "in_flight", "ok", "error"]) }),
   "chat.abort": z.looseObject({ ok: z.literal(true), aborted: z.boolean(), runIds: z.array(z.string()) }),

@@ -176,11 +176,19 @@ const idempotencyKey = z.string().trim().min(1).max(LIMITS.idempotencyKey);
 const idText = z.string().max(LIMITS.id);
 const labelText = z.string().max(LIMITS.label);
 const messageText = z.string().min(1).max(LIMITS.message);
+const cursor = z.string().min(1).max(LIMITS.cursor);
 
-/** `sessions.list` params. */
+/**
+ * `sessions.list` params. `sortBy: "key"` walks the sessions by key, and every page of that walk gives a
+ * `nextCursor`; `cursor` continues it (the walk's filters travel in the cursor). `cursor` and `offset` are exclusive.
+ */
 export const SessionsListMethodParams = z.strictObject({
   limit: z.int().min(1).max(1000).optional(),
   offset: z.int().min(0).optional(),
+  /** Ours: `updatedAt` (the default, newest first) or `key` (ascending; the order a cursor walks in). */
+  sortBy: z.enum(["updatedAt", "key"]).optional(),
+  /** Ours: the `nextCursor` of the previous page, unchanged. */
+  cursor: cursor.optional(),
   activeMinutes: z.int().min(1).optional(),
   agentId: z.string().trim().min(1).max(LIMITS.id).optional(),
   label: labelText.optional(),
@@ -219,11 +227,15 @@ export const SessionsPatchMethodParams = z.strictObject({
 /** `sessions.delete` params. */
 export const SessionsDeleteMethodParams = z.strictObject({ key, deleteTranscript: z.boolean().optional() });
 
-/** `chat.history` params (`offset` counts back from the newest message). */
+/**
+ * `chat.history` params: the newest page, or the one before `cursor` (the previous page's `nextCursor`, which
+ * messages appended meanwhile never shift) or `offset` (counted back from the newest message). Not both.
+ */
 export const ChatHistoryMethodParams = z.strictObject({
   sessionKey: key,
   limit: z.int().min(1).max(1000).optional(),
   offset: z.int().min(0).optional(),
+  cursor: cursor.optional(),
 });
 
 /** `chat.send` params. */

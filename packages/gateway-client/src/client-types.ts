@@ -106,7 +106,10 @@ export interface GatewayClient {
   ready(): Promise<HelloOk>;
   request: Call;
   sessions: {
-    /** `sessions.list`: one page of sessions, newest first (default 100). */
+    /**
+     * `sessions.list`: one page of sessions, newest first (default 100). `sortBy: "key"` walks them by key instead:
+     * pass each page's `nextCursor` back as `cursor` to read every session once while others are written.
+     */
     list(
       params?: MethodParams<"sessions.list">,
       options?: RequestOptions,
@@ -142,7 +145,10 @@ export interface GatewayClient {
     ): Promise<MethodPayload<"sessions.unsubscribe">>;
   };
   chat: {
-    /** `chat.history`: a session's messages, oldest first. */
+    /**
+     * `chat.history`: a session's newest messages, oldest first. Pass a page's `nextCursor` back as `cursor` for the
+     * messages before it (appends meanwhile never shift it; `CURSOR_STALE` once the session was reset or deleted).
+     */
     history(
       params: MethodParams<"chat.history">,
       options?: RequestOptions,

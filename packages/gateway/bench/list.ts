@@ -96,6 +96,28 @@ export async function listBench(operator: Gateway): Promise<void> {
   note(`sessions_list tool as agent:triage:main (agentToAgent off) → ${lonelyCount} row(s)`);
   listRow('sessions_list tool ("all", agentToAgent off, agent with ~no sessions)', toolLonely, false);
 
+  // Deep pages: an offset page reads and skips every row before it; a page of a walk by key (`cursor`) starts at
+  // its key in the primary key's index, whatever its depth.
+  const DEEP = 50_000;
+  let cursor: string | null | undefined = (await operator.sessions.list({ sortBy: "key", limit: 1 }))
+    .nextCursor;
+  for (let read = 1; read < DEEP && cursor; read += 1_000) {
+    cursor = (await operator.sessions.list({ cursor, limit: 1_000 })).nextCursor;
+  }
+  check(typeof cursor === "string", `a walk by key reaches past ${DEEP} sessions`);
+  const deepCursor = cursor as string;
+  const [byOffset, byKeyOffset, byCursor] = (await measure(
+    [
+      () => operator.sessions.list({ offset: DEEP, limit: LIST_LIMIT }),
+      () => operator.sessions.list({ sortBy: "key", offset: DEEP, limit: LIST_LIMIT }),
+      () => operator.sessions.list({ cursor: deepCursor, limit: LIST_LIMIT }),
+    ],
+    { warmup: 10, iterations: 100 },
+  )) as [Stats, Stats, Stats];
+  listRow(`sessions.list offset ${DEEP.toLocaleString("en-US")} (newest first, limit 200)`, byOffset, false);
+  listRow(`sessions.list sortBy key, offset ${DEEP.toLocaleString("en-US")} (limit 200)`, byKeyOffset, false);
+  listRow(`sessions.list cursor ${DEEP.toLocaleString("en-US")} keys deep (limit 200)`, byCursor, false);
+
   // The upsert behind every touch of a session (run start and end, routes, patches), into 100k entries.
   const pick = prng(7);
   const existing = (await store.listEntries({ limit: 5_000, offset: 20_000 })).map((e) => e.key);

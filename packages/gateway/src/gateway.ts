@@ -101,7 +101,7 @@ export interface Gateway {
   /** Calls a gateway method by its wire name with validated params. */
   call(method: GatewayMethodName, params?: unknown): Promise<unknown>;
   sessions: {
-    /** `sessions.list`: one page of sessions, newest first. */
+    /** `sessions.list`: one page of sessions, newest first; or by key (`sortBy: "key"`), walked with `cursor`. */
     list(params?: MethodParams<"sessions.list">): Promise<SessionsListPayload>;
     /** `sessions.resolve`: the one session matching a key, sessionId or label. */
     resolve(params: MethodParams<"sessions.resolve">): Promise<{ ok: true; key: string; agentId: string }>;
@@ -113,7 +113,7 @@ export interface Gateway {
     ): Promise<{ ok: true; key: string; deleted: boolean; archived: string[] }>;
   };
   chat: {
-    /** `chat.history`: a session's messages, oldest first (`offset` counts back from the newest). */
+    /** `chat.history`: a session's messages, oldest first; the page before `cursor` or `offset` (from the newest). */
     history(params: MethodParams<"chat.history">): Promise<ChatHistoryPayload>;
     /** `chat.send`: a user turn into a session and a run; idempotent by `idempotencyKey`. */
     send(
@@ -268,13 +268,15 @@ export interface RunTree {
   truncated: boolean;
 }
 
-/** `sessions.list` payload: one page of rows, `nextOffset` for the next. */
+/** `sessions.list` payload: one page of rows, `nextOffset` for the next (and `nextCursor` with `sortBy: "key"`). */
 export interface SessionsListPayload {
   ts: number;
   count: number;
   totalCount?: number | undefined;
   hasMore: boolean;
   nextOffset: number | null;
+  /** With `sortBy: "key"`: the `cursor` of the next page, `null` on the last. */
+  nextCursor?: string | null | undefined;
   sessions: GatewayRow[];
 }
 
@@ -292,6 +294,8 @@ export interface ChatHistoryPayload {
   totalMessages: number;
   hasMore: boolean;
   nextOffset: number | null;
+  /** The `cursor` of the page before this one (older messages), `null` on the oldest. */
+  nextCursor: string | null;
 }
 
 /** `agents.list` payload. */

@@ -20,7 +20,7 @@ function builder() {
 const int = (n: number | undefined, fallback: number) =>
   Math.max(0, Math.floor(Number.isFinite(n) ? (n as number) : fallback));
 
-/** `sessions.list`: newest first (ties by key), filters before the limit, keyset or offset paging. */
+/** `sessions.list`: newest first (ties by key) or by key, filters before the limit, keyset or offset paging. */
 export function entriesQuery(s: string, query: ListEntriesQuery): BuiltQuery {
   const q = builder();
   if (!query.includeArchived) q.clauses.push("archived = false");
@@ -39,10 +39,13 @@ export function entriesQuery(s: string, query: ListEntriesQuery): BuiltQuery {
     const at = q.param(query.after.updatedAt);
     q.clauses.push(`updated_at <= ${at} AND (updated_at < ${at} OR key > ${q.param(query.after.key)})`);
   }
+  // `key` is `COLLATE "C"`: byte order, the order of the primary key's index.
+  if (query.afterKey !== undefined) q.clauses.push(`key > ${q.param(query.afterKey)}`);
+  const order = query.order === "key" ? "key ASC" : "updated_at DESC, key ASC";
   const limit = q.param(int(query.limit, 0));
   const offset = q.param(int(query.offset, 0));
   return {
-    text: `SELECT data FROM ${s}.entries ${q.where()} ORDER BY updated_at DESC, key ASC LIMIT ${limit} OFFSET ${offset}`,
+    text: `SELECT data FROM ${s}.entries ${q.where()} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`,
     values: q.values,
   };
 }

@@ -7,6 +7,13 @@ import { isFinal } from "../runs/wait.js";
 import { ensureEntry, operatorKey } from "../sessions/entries.js";
 import type { RunRecord, StoredMessage } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";
+import {
+  decodeHistoryCursor,
+  encodeHistoryCursor,
+  foreignHistoryCursor,
+  refuseCursorWithOffset,
+  staleHistoryCursor,
+} from "./cursors.js";
 
 type SendStatus = "started" | "in_flight" | "ok" | "error";
 
@@ -21,22 +28,67 @@ const wireMessage = (message: StoredMessage): HistoryWireMessage => ({
   __openclaw: { seq: message.seq, ...(message.runId === undefined ? {} : { runId: message.runId }) },
 });
 
+/** The page before a history cursor; the cursor's transcript must still be the session's. */
+async function historyBefore(
+  ctx: GatewayContext,
+  key: string,
+  cursor: string,
+  limit: number,
+): Promise<ChatHistoryPayload> {
+  const { sessionId, beforeSeq } = decodeHistoryCursor(cursor);
+  // One more than the page, to know whether older ones exist (cost ∝ limit, not transcript length).
+  const read = await ctx.store.readMessages(key, { limit: limit + 1, beforeSeq });
+  const total = await ctx.store.countMessages(key);
+  // Checked after the read: sessionIds never come back, so a session that has the cursor's id now had it all along
+  // and the messages read are its own.
+  const entry = await ctx.store.getEntry(key);
+  if (entry?.sessionId !== sessionId) {
+    const [owner] = await ctx.store.findEntriesBySessionId(sessionId);
+    throw owner === undefined ? staleHistoryCursor(key) : foreignHistoryCursor(key, owner.key);
+  }
+  const hasMore = read.length > limit;
+  const messages = hasMore ? read.slice(1) : read;
+  const oldest = messages[0]?.seq;
+  return {
+    sessionKey: key,
+    sessionId,
+    messages: messages.map(wireMessage),
+    totalMessages: total,
+    hasMore,
+    // Sequence numbers run from 1 without gaps: the messages from `oldest` on are the ones before the next page.
+    nextOffset: hasMore && oldest !== undefined ? total - oldest + 1 : null,
+    nextCursor:
+      hasMore && oldest !== undefined ? encodeHistoryCursor({ sessionId, beforeSeq: oldest }) : null,
+  };
+}
+
 /** `chat.*`: a session's transcript, a user turn into it, and stopping its runs. */
 export const chatMethods = {
+  /** The newest page, or the one before `cursor` (which appends never shift) or `offset` (which they do). */
   async "chat.history"(ctx: GatewayContext, params: unknown): Promise<ChatHistoryPayload> {
     const p = parseMethodParams("chat.history", params);
+    refuseCursorWithOffset(p);
     const key = operatorKey(ctx, p.sessionKey, "sessionKey");
+    const limit = p.limit ?? 200;
+    if (p.cursor !== undefined) return historyBefore(ctx, key, p.cursor, limit);
     const entry = await ctx.store.getEntry(key);
     // As OpenClaw: a session that does not exist (yet) has an empty history, not an error.
     if (entry === undefined) {
-      return { sessionKey: key, messages: [], totalMessages: 0, hasMore: false, nextOffset: null };
+      return {
+        sessionKey: key,
+        messages: [],
+        totalMessages: 0,
+        hasMore: false,
+        nextOffset: null,
+        nextCursor: null,
+      };
     }
-    const limit = p.limit ?? 200;
     const offset = p.offset ?? 0;
     const total = await ctx.store.countMessages(key);
     const beforeSeq = total - offset + 1;
     const messages = beforeSeq <= 1 ? [] : await ctx.store.readMessages(key, { limit, beforeSeq });
     const hasMore = total - offset - messages.length > 0;
+    const oldest = messages[0]?.seq;
     return {
       sessionKey: key,
       sessionId: entry.sessionId,
@@ -44,6 +96,10 @@ export const chatMethods = {
       totalMessages: total,
       hasMore,
       nextOffset: hasMore ? offset + messages.length : null,
+      nextCursor:
+        hasMore && oldest !== undefined
+          ? encodeHistoryCursor({ sessionId: entry.sessionId, beforeSeq: oldest })
+          : null,
     };
   },
 

@@ -22,6 +22,7 @@ describe.each(STORE_KINDS)("OpenClaw-compatible method results on the %s store",
       totalMessages: 0,
       hasMore: false,
       nextOffset: null,
+      nextCursor: null,
     });
     // Asking does not create the session.
     expect((await h.gateway.sessions.list({})).sessions).toEqual([]);

@@ -3,6 +3,13 @@ import type { GatewayContext } from "../context.js";
 import type { GatewayRow, SessionsListPayload } from "../gateway.js";
 import { deleteSession, operatorKey, requireEntry, storeKey, updateEntry } from "../sessions/entries.js";
 import type { StoredEntry } from "../store/types.js";
+import {
+  continueSessionsWalk,
+  encodeSessionsCursor,
+  filtersQuery,
+  refuseCursorWithOffset,
+  sessionFilters,
+} from "./cursors.js";
 import { activeRuns } from "./runs.js";
 
 const ROW_FIELDS = [
@@ -66,32 +73,43 @@ async function gatewayRows(ctx: GatewayContext, entries: StoredEntry[]): Promise
 
 /** `sessions.*`: list, resolve, patch and delete for operators (no visibility rules: scopes guard these). */
 export const sessionMethods = {
+  /**
+   * Newest first, paged by `offset`; or by key (`sortBy: "key"`), where every page also gives a `nextCursor`. A walk
+   * by cursor returns every session that exists throughout it exactly once, however sessions are updated meanwhile.
+   */
   async "sessions.list"(ctx: GatewayContext, params: unknown): Promise<SessionsListPayload> {
     const p = parseMethodParams("sessions.list", params);
+    refuseCursorWithOffset(p);
     // OpenClaw's default page (100).
     const limit = p.limit ?? 100;
     const offset = p.offset ?? 0;
+    const walk = p.cursor === undefined ? undefined : continueSessionsWalk({ ...p, cursor: p.cursor });
+    const byKey = walk !== undefined || p.sortBy === "key";
+    const filters = walk?.filters ?? sessionFilters(p, ctx.clock.now());
     const entries = await ctx.store.listEntries({
-      ...(p.agentId === undefined ? {} : { agentIds: [normalizeAgentId(p.agentId)] }),
-      ...(p.kinds === undefined ? {} : { kinds: p.kinds }),
-      ...(p.label === undefined ? {} : { label: p.label }),
-      ...(p.spawnedBy === undefined ? {} : { spawnedBy: p.spawnedBy }),
-      ...(p.search === undefined ? {} : { search: p.search }),
-      ...(p.activeMinutes === undefined ? {} : { updatedSince: ctx.clock.now() - p.activeMinutes * 60_000 }),
-      ...(p.includeArchived ? { includeArchived: true } : {}),
+      ...filtersQuery(filters),
+      ...(byKey ? { order: "key" as const } : {}),
+      ...(walk === undefined ? {} : { afterKey: walk.afterKey }),
       limit: limit + 1,
       offset,
     });
-    const filtered = entries.filter(
-      (e) => (p.includeGlobal || e.key !== "global") && (p.includeUnknown || e.key !== "unknown"),
-    );
-    const page = filtered.slice(0, limit);
     const hasMore = entries.length > limit;
+    // The page is what was read up to the limit, less the rows left out after the query: the next page starts
+    // after the last row read, so a row left out never pushes one into two pages.
+    const read = entries.slice(0, limit);
+    const page = read.filter(
+      (e) => (filters.includeGlobal || e.key !== "global") && (filters.includeUnknown || e.key !== "unknown"),
+    );
+    const last = read[read.length - 1];
     return {
       ts: ctx.clock.now(),
       count: page.length,
       hasMore,
-      nextOffset: hasMore ? offset + limit : null,
+      // A walk by cursor has no offset to give: it goes on with `nextCursor`.
+      nextOffset: hasMore && walk === undefined ? offset + limit : null,
+      ...(byKey
+        ? { nextCursor: hasMore && last !== undefined ? encodeSessionsCursor(last.key, filters) : null }
+        : {}),
       sessions: await gatewayRows(ctx, page),
     };
   },

@@ -27,6 +27,21 @@ export function compareEntries(
   return b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 
+// Surrogates (U+D800–DFFF) sort above U+E000–FFFF in code point order, below them in UTF-16 order.
+const codePointRank = (unit: number) =>
+  unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;
+
+/** Keys in code point order: the byte order SQLite and Postgres (`COLLATE "C"`) compare UTF-8 text in. */
+function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
 export function matchesEntryQuery(entry: StoredEntry, query: ListEntriesQuery): boolean {
   if (!query.includeArchived && entry.archivedAt !== undefined) return false;
   if (query.agentIds !== undefined && !query.agentIds.includes(entry.agentId)) return false;
@@ -40,6 +55,7 @@ export function matchesEntryQuery(entry: StoredEntry, query: ListEntriesQuery): 
     if (!hay.includes(needle)) return false;
   }
   if (query.after !== undefined && compareEntries(entry, query.after) <= 0) return false;
+  if (query.afterKey !== undefined && compareKeys(entry.key, query.afterKey) <= 0) return false;
   return true;
 }
 
@@ -132,7 +148,7 @@ export function createMemoryStore(): SessionStore {
     listEntries(query) {
       return [...entries.values()]
         .filter((e) => matchesEntryQuery(e, query))
-        .sort(compareEntries)
+        .sort(query.order === "key" ? (a, b) => compareKeys(a.key, b.key) : compareEntries)
         .slice(query.offset ?? 0, (query.offset ?? 0) + query.limit)
         .map(clone);
     },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { delivery, entry, run } from "./contract-records.js";
+import { describeKeyWalkContract } from "./key-walks.contract.js";
 import { describeRunUnitsContract } from "./run-units.contract.js";
 import { describeFencingContract } from "./store-fencing.contract.js";
 import { describeUnitOfWorkContract } from "./store-units.contract.js";
@@ -277,6 +278,7 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
       await store.close();
     });
 
+    describeKeyWalkContract(open);
     describeUnitOfWorkContract(open);
     describeFencingContract(open);
     describeRunUnitsContract(open);

@@ -180,7 +180,7 @@ export interface ThreadBindingRecord {
   maxAgeHours: number;
 }
 
-/** Filters and paging of `listEntries` (newest `updatedAt` first). */
+/** Filters, order and paging of `listEntries` (newest `updatedAt` first unless `order` says `key`). */
 export interface ListEntriesQuery {
   /** Only these agents. */
   agentIds?: readonly string[] | undefined;
@@ -197,6 +197,14 @@ export interface ListEntriesQuery {
   offset?: number | undefined;
   /** Keyset cursor from the previous page (`updatedAt` and `key` of its last row). */
   after?: { updatedAt: number; key: string } | undefined;
+  /**
+   * `updatedAt` (the default): newest first, ties by key. `key`: by key, ascending, in code point order (the byte
+   * order of UTF-8). Keys never change, so a walk in key order paged with `afterKey` never skips or repeats a row
+   * that exists throughout, whatever is written between its pages.
+   */
+  order?: "updatedAt" | "key" | undefined;
+  /** Only keys after this one, in key order: the last key of the previous page of a walk in key order. */
+  afterKey?: string | undefined;
 }
 
 /** Filters of `listDeliveries`. */
@@ -258,7 +266,7 @@ export interface StoreOps {
   putEntry(entry: StoredEntry): Promise<void>;
   /** Deletes an entry (and its transcript unless `transcript: false`); false when there was none. */
   deleteEntry(key: string, options?: { transcript?: boolean | undefined }): Promise<boolean>;
-  /** Newest `updatedAt` first (ties by key). */
+  /** Newest `updatedAt` first (ties by key), or by key (`order: "key"`). */
   listEntries(query: ListEntriesQuery): Promise<StoredEntry[]>;
   /** How many sessions are stored. */
   countEntries(): Promise<number>;

@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { createSqliteStore } from "../sqlite.js";
-import type { StoredEntry } from "../types.js";
+import type { ListEntriesQuery, StoredEntry } from "../types.js";
+import { createListStatements } from "./statements.js";
 import { sqliteStatementCount } from "./store.js";
 
 const entry = (key: string, kind: StoredEntry["kind"], updatedAt: number): StoredEntry => ({
@@ -52,5 +57,36 @@ describe("SQLite prepared statements", () => {
     const rows = await store.listEntries({ limit: 10, kinds });
     expect(rows.map((r) => r.key)).toEqual(["agent:main:discord:group:g", "agent:main:cron:c"]);
     await store.close();
+  });
+
+  it("walks in key order through the primary key's index from the cursor, with or without statistics", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sessions-walk-plan-"));
+    try {
+      const path = join(dir, "walk.db");
+      const store = createSqliteStore({ path });
+      for (let i = 0; i < 500; i++)
+        await store.putEntry(entry(`agent:main:s${i}`, i % 3 ? "group" : "main", i));
+      await store.close();
+      const db = new Database(path);
+      const lists = createListStatements(db);
+      const plan = (query: ListEntriesQuery) => {
+        const { stmt, params } = lists.entries(query);
+        return (db.prepare(`EXPLAIN QUERY PLAN ${stmt.source}`).all(...params) as { detail: string }[]).map(
+          (row) => row.detail,
+        );
+      };
+      const walk = { order: "key", afterKey: "agent:main:s250", limit: 50 } as const;
+      // A young database has no statistics (ANALYZE never ran); an old one may have them.
+      for (const analyzed of [false, true]) {
+        if (analyzed) db.exec("ANALYZE");
+        expect(plan(walk), `analyzed: ${analyzed}`).toEqual([
+          "SEARCH entries USING INDEX sqlite_autoindex_entries_1 (key>?)",
+        ]);
+        expect(plan({ ...walk, afterKey: undefined }).join(" ")).not.toContain("TEMP B-TREE");
+      }
+      db.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -118,8 +118,8 @@ export function prepareStatements(db: Database.Database): Statements {
 
 /**
  * The list queries whose optional filters change the SQL. Array filters are one JSON parameter each, so the
- * text depends only on which filters are present: at most 2^8 entry lists + 2^3 delivery lists + 2^2 sub-agent
- * lists = 268 cached statements per connection, whatever the callers pass.
+ * text depends only on which filters are present: at most 2^10 entry lists (nine filters, two orders) + 2^3
+ * delivery lists + 2^2 sub-agent lists = 1,036 cached statements per connection, whatever the callers pass.
  */
 export interface ListStatements {
   size(): number;
@@ -153,7 +153,9 @@ export function createListStatements(db: Database.Database): ListStatements {
     entries(query) {
       const clauses: string[] = [];
       const params: unknown[] = [];
-      if (!query.includeArchived) clauses.push("archived = 0");
+      // In key order, `+` keeps SQLite from picking an index on `archived` (every live row) and sorting all it holds:
+      // the walk goes through the primary key's index from its cursor, reading about `limit` rows.
+      if (!query.includeArchived) clauses.push(query.order === "key" ? "+archived = 0" : "archived = 0");
       if (query.kinds !== undefined) {
         clauses.push("kind IN (SELECT value FROM json_each(?))");
         params.push(JSON.stringify(query.kinds));
@@ -185,8 +187,13 @@ export function createListStatements(db: Database.Database): ListStatements {
         clauses.push("updated_at <= ? AND (updated_at < ? OR key > ?)");
         params.push(query.after.updatedAt, query.after.updatedAt, query.after.key);
       }
+      if (query.afterKey !== undefined) {
+        clauses.push("key > ?");
+        params.push(query.afterKey);
+      }
       params.push(Math.max(0, Math.floor(query.limit)), Math.max(0, Math.floor(query.offset ?? 0)));
-      const sql = `SELECT data FROM entries ${where(clauses)} ORDER BY updated_at DESC, key ASC LIMIT ? OFFSET ?`;
+      const order = query.order === "key" ? "key ASC" : "updated_at DESC, key ASC";
+      const sql = `SELECT data FROM entries ${where(clauses)} ORDER BY ${order} LIMIT ? OFFSET ?`;
       return { stmt: statement(sql), params };
     },
     deliveries(query) {
