@@ -33,10 +33,13 @@ function decide(messages, tools) {
     (m) => m.role === "tool" || (m.role === "user" && !textOf(m.content).startsWith(INTERNAL)),
   );
   const last = relevant.at(-1);
-  if (last?.role === "tool") return { text: `done: ${textOf(last.content).slice(0, 80).replace(/\s+/g, " ")}` };
+  if (last?.role === "tool")
+    return { text: `done: ${textOf(last.content).slice(0, 80).replace(/\s+/g, " ")}` };
   const text = typed(last?.content);
   const call = (name, args) =>
-    toolNames.has(name) ? { tool: { name, args } } : { tool: { name: "tool_call", args: { id: name, args } } };
+    toolNames.has(name)
+      ? { tool: { name, args } }
+      : { tool: { name: "tool_call", args: { id: name, args } } };
   const spawn = text.match(/spawn:\s*(.+)$/m);
   if (spawn) return call("sessions_spawn", { task: spawn[1].trim(), label: "researcher" });
   if (/list sessions/i.test(text)) return call("sessions_list", { limit: 5 });
@@ -101,7 +104,9 @@ export function startFakeModel({ port = 0, log } = {}) {
         );
       chunk({ role: "assistant", content: "" });
       if (toolCall) {
-        chunk({ tool_calls: [{ index: 0, ...toolCall, function: { name: toolCall.function.name, arguments: "" } }] });
+        chunk({
+          tool_calls: [{ index: 0, ...toolCall, function: { name: toolCall.function.name, arguments: "" } }],
+        });
         chunk({ tool_calls: [{ index: 0, function: { arguments: toolCall.function.arguments } }] });
       } else {
         for (const word of decision.text.split(/(?<= )/)) chunk({ content: word });

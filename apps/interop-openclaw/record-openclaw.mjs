@@ -19,11 +19,19 @@
 // and <out>/answers.json (the wire payloads: sessions.list, chat.history per session, acks, patches; with 2026.9.x
 // also hello-ok and events, seen by OpenClaw's published client).
 import { execFile, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake-model.mjs";
 
 const [installDir, outArg] = process.argv.slice(2);
@@ -31,7 +39,6 @@ if (!installDir || !outArg) {
   process.stderr.write("usage: node record-openclaw.mjs <dir with node_modules/openclaw> <fixture dir>\n");
   process.exit(2);
 }
-const here = dirname(fileURLToPath(import.meta.url));
 const openclawDir = resolve(installDir, "node_modules/openclaw");
 const openclawBin = join(openclawDir, "openclaw.mjs");
 const version = JSON.parse(readFileSync(join(openclawDir, "package.json"), "utf8")).version;
@@ -94,7 +101,8 @@ writeFileSync(
   ),
 );
 const env = { ...process.env, OPENCLAW_STATE_DIR: stateDir, HOME: home, OPENCLAW_GATEWAY_TOKEN: TOKEN };
-for (const name of Object.keys(env)) if (/API_KEY|_TOKEN$/.test(name) && name !== "OPENCLAW_GATEWAY_TOKEN") delete env[name];
+for (const name of Object.keys(env))
+  if (/API_KEY|_TOKEN$/.test(name) && name !== "OPENCLAW_GATEWAY_TOKEN") delete env[name];
 
 const gateway = spawn(process.execPath, [openclawBin, "gateway", "run", "--port", String(port)], {
   env,
@@ -116,7 +124,21 @@ function call(method, params = {}) {
   return new Promise((done) => {
     execFile(
       process.execPath,
-      [openclawBin, "gateway", "call", method, "--params", JSON.stringify(params), "--json", "--url", url, "--token", TOKEN, "--timeout", "90000"],
+      [
+        openclawBin,
+        "gateway",
+        "call",
+        method,
+        "--params",
+        JSON.stringify(params),
+        "--json",
+        "--url",
+        url,
+        "--token",
+        TOKEN,
+        "--timeout",
+        "90000",
+      ],
       { env, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const text = stdout.slice(stdout.indexOf("{"));
@@ -137,16 +159,23 @@ async function until(what, check, ms = 120_000) {
   for (;;) {
     const value = await check();
     if (value) return value;
-    if (gateway.exitCode !== null) throw new Error(`record-openclaw: the gateway exited\n${gatewayLog.slice(-4000)}`);
-    if (Date.now() - started > ms) throw new Error(`record-openclaw: no ${what} after ${ms} ms\n${gatewayLog.slice(-4000)}`);
+    if (gateway.exitCode !== null)
+      throw new Error(`record-openclaw: the gateway exited\n${gatewayLog.slice(-4000)}`);
+    if (Date.now() - started > ms)
+      throw new Error(`record-openclaw: no ${what} after ${ms} ms\n${gatewayLog.slice(-4000)}`);
     await sleep(500);
   }
 }
 
-const answers = { openclaw: version, recordedWith: "apps/interop-openclaw/record-openclaw.mjs", results: {}, history: {} };
+const answers = {
+  openclaw: version,
+  recordedWith: "apps/interop-openclaw/record-openclaw.mjs",
+  results: {},
+  history: {},
+};
 const results = answers.results;
 let client;
-let events = [];
+const events = [];
 try {
   await until("gateway", async () => (await call("health")).ok);
   results.health = await call("health");
@@ -173,9 +202,17 @@ try {
   results.listEmpty = await call("sessions.list", {});
 
   const send = async (name, sessionKey, message, extra = {}) => {
-    results[name] = await call("chat.send", { sessionKey, message, idempotencyKey: `fixture-${name}`, ...extra });
+    results[name] = await call("chat.send", {
+      sessionKey,
+      message,
+      idempotencyKey: `fixture-${name}`,
+      ...extra,
+    });
     if (!results[name].ok) return;
-    results[`${name}Wait`] = await call("agent.wait", { runId: results[name].payload.runId, timeoutMs: 60_000 });
+    results[`${name}Wait`] = await call("agent.wait", {
+      runId: results[name].payload.runId,
+      timeoutMs: 60_000,
+    });
   };
   await send("sendHello", "main", "hello there");
   await send("sendTool", "main", "look around");
@@ -198,13 +235,16 @@ try {
     "sendGroup",
     group,
     "hi from the team room",
-    modern ? { originatingChannel: "discord", originatingTo: "channel:987654321", originatingAccountId: "default" } : {},
+    modern
+      ? { originatingChannel: "discord", originatingTo: "channel:987654321", originatingAccountId: "default" }
+      : {},
   );
   if (!results.sendGroup.ok) await send("sendGroup", group, "hi from the team room");
   results.patchGroup = await call("sessions.patch", { key: group, sendPolicy: "deny" });
   results.patchModel = await call("sessions.patch", { key: "main", model: "fake/fake-2" });
   results.patchThinking = await call("sessions.patch", { key: "main", thinkingLevel: "high" });
-  if (!results.patchThinking.ok) results.patchThinking = await call("sessions.patch", { key: "main", thinkingLevel: "low" });
+  if (!results.patchThinking.ok)
+    results.patchThinking = await call("sessions.patch", { key: "main", thinkingLevel: "low" });
   results.patchLabel = await call("sessions.patch", { key: "main", label: "home" });
   await send("sendAfterPatch", "main", "one more thing");
   results.resolve = await call("sessions.resolve", { label: "home" });
@@ -295,36 +335,42 @@ async function sanitiseDatabase(from, to) {
     );
   }
   // Paths in any other text column (session windows, FTS content tables) become ~/.openclaw too.
-  for (const table of db.prepare("select name from sqlite_master where type = 'table' and sql not like 'CREATE VIRTUAL%'").all()) {
+  for (const table of db
+    .prepare("select name from sqlite_master where type = 'table' and sql not like 'CREATE VIRTUAL%'")
+    .all()) {
     for (const column of db.prepare(`pragma table_info("${table.name}")`).all()) {
       if (!/TEXT/i.test(column.type)) continue;
       for (const [path, placeholder] of replacements) {
-        db.prepare(`update "${table.name}" set "${column.name}" = replace("${column.name}", ?, ?) where instr("${column.name}", ?) > 0`).run(
-          path,
-          placeholder,
-          path,
-        );
+        db.prepare(
+          `update "${table.name}" set "${column.name}" = replace("${column.name}", ?, ?) where instr("${column.name}", ?) > 0`,
+        ).run(path, placeholder, path);
       }
     }
   }
-  for (const row of db.prepare("select session_id, seq, event_json, event_zstd, navigation_json from transcript_events").all()) {
+  for (const row of db
+    .prepare("select session_id, seq, event_json, event_zstd, navigation_json from transcript_events")
+    .all()) {
     const nav = row.navigation_json === null ? null : sanitiseText(row.navigation_json);
     if (row.event_json !== null) {
-      db.prepare("update transcript_events set event_json = ?, navigation_json = ? where session_id = ? and seq = ?").run(
-        sanitiseText(row.event_json),
-        nav,
-        row.session_id,
-        row.seq,
-      );
+      db.prepare(
+        "update transcript_events set event_json = ?, navigation_json = ? where session_id = ? and seq = ?",
+      ).run(sanitiseText(row.event_json), nav, row.session_id, row.seq);
     } else {
       const json = sanitiseText(zlib.zstdDecompressSync(row.event_zstd).toString("utf8"));
       db.prepare(
         "update transcript_events set event_zstd = ?, event_utf8_bytes = ?, navigation_json = ? where session_id = ? and seq = ?",
-      ).run(zlib.zstdCompressSync(Buffer.from(json, "utf8")), Buffer.byteLength(json), nav, row.session_id, row.seq);
+      ).run(
+        zlib.zstdCompressSync(Buffer.from(json, "utf8")),
+        Buffer.byteLength(json),
+        nav,
+        row.session_id,
+        row.seq,
+      );
     }
   }
   // The sessions part of the layout stays; other features' tables (memory index, auth, boards, …) are dropped.
-  const keep = /^(schema_meta|session_nodes|session_windows|session_key_contract|session_transcript_active_events|transcript_events|transcript_event_identities|transcript_rewrite_watermarks|sqlite_)/;
+  const keep =
+    /^(schema_meta|session_nodes|session_windows|session_key_contract|session_transcript_active_events|transcript_events|transcript_event_identities|transcript_rewrite_watermarks|sqlite_)/;
   const objects = db.prepare("select type, name from sqlite_master where type in ('table', 'view')").all();
   const dropped = [];
   for (const { type, name } of objects) {
@@ -333,7 +379,9 @@ async function sanitiseDatabase(from, to) {
     dropped.push(name);
   }
   // Triggers of kept tables that fed dropped ones (search indexes, validation queues) go with them.
-  for (const { name, sql } of db.prepare("select name, sql from sqlite_master where type = 'trigger'").all()) {
+  for (const { name, sql } of db
+    .prepare("select name, sql from sqlite_master where type = 'trigger'")
+    .all()) {
     if (dropped.some((table) => sql.includes(table))) db.exec(`drop trigger if exists "${name}"`);
   }
   db.exec("vacuum");

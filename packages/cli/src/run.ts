@@ -1,9 +1,10 @@
 import { SessionsError } from "@sessions/core";
 import { closest, parseCommandArgs, usageCommandOf, usageError } from "./args.js";
 import { commandHelp, groupHelp, rootHelp } from "./help.js";
+import { importOpenClawCommand } from "./import-openclaw.js";
 import { serve } from "./serve.js";
 import { type CliIo, sessionActions } from "./sessions.js";
-import { BIN, COMMANDS, type CommandSpec, SERVE } from "./spec.js";
+import { BIN, COMMANDS, type CommandSpec, IMPORT_OPENCLAW, SERVE } from "./spec.js";
 import { VERSION } from "./version.js";
 
 export type { CliIo } from "./sessions.js";
@@ -92,6 +93,7 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     await serve(values, io.out);
     return 0;
   }
+  if (spec === IMPORT_OPENCLAW) return importOpenClawCommand(positionals, values, io);
   const action = sessionActions[spec.name.slice("sessions ".length)];
   if (action === undefined) throw new SessionsError("internal", `no handler for "${spec.name}"`);
   await action(positionals, values, io);

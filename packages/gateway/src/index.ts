@@ -49,3 +49,12 @@ export { createMemoryStore } from "./store/memory.js";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite.js";
 export type * from "./store/types.js";
 export { messageText } from "./transcript.js";
+export {
+  importOpenClaw,
+  type OpenClawImportedSession,
+  type OpenClawImportOptions,
+  type OpenClawImportProblem,
+  type OpenClawImportReport,
+  type OpenClawLayout,
+  type OpenClawSessionOutcome,
+} from "./openclaw-import/import.js";
