@@ -29,6 +29,15 @@ export type {
 } from "./gateway.js";
 export type { DeliveryAttemptInfo, LifecycleHooks, RunDraft, ToolCallInfo } from "./lifecycle.js";
 export {
+  importOpenClaw,
+  type OpenClawImportedSession,
+  type OpenClawImportOptions,
+  type OpenClawImportProblem,
+  type OpenClawImportReport,
+  type OpenClawLayout,
+  type OpenClawSessionOutcome,
+} from "./openclaw-import/import.js";
+export {
   createScriptedRunner,
   type ScriptedAgent,
   type ScriptedReply,
@@ -49,12 +58,3 @@ export { createMemoryStore } from "./store/memory.js";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite.js";
 export type * from "./store/types.js";
 export { messageText } from "./transcript.js";
-export {
-  importOpenClaw,
-  type OpenClawImportedSession,
-  type OpenClawImportOptions,
-  type OpenClawImportProblem,
-  type OpenClawImportReport,
-  type OpenClawLayout,
-  type OpenClawSessionOutcome,
-} from "./openclaw-import/import.js";
