@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { GatewayMethodName } from "@sessions/core";
 import {
   createGateway,
   createScriptedRunner,
@@ -10,6 +11,7 @@ import {
 } from "@sessions/gateway";
 import type { ValidateFunction } from "ajv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventViolations, payloadViolations } from "./client-schemas.js";
 import { type DriveReport, driveOpenClawClient, openClawSchemas } from "./openclaw-reference.js";
 
 /**
@@ -167,5 +169,28 @@ describe("OpenClaw's published client against our gateway", () => {
     });
     expect(report.projections.map((p) => p.run?.status)).toEqual(["completed", "completed", "completed"]);
     expect(report.projections[0]?.run?.message).toEqual(finals[0]?.message);
+  });
+
+  it("sends only payloads and events our own client's schemas accept", () => {
+    const methods: Record<string, GatewayMethodName> = {
+      listBefore: "sessions.list",
+      list: "sessions.list",
+      chatSend: "chat.send",
+      chatSendAgain: "chat.send",
+      chatWait: "agent.wait",
+      agent: "agent",
+      agentWait: "agent.wait",
+      history: "chat.history",
+      historyUnknown: "chat.history",
+      patch: "sessions.patch",
+      resolve: "sessions.resolve",
+      agentsList: "agents.list",
+      spawnedBy: "agent",
+    };
+    expect(Object.keys(report.results).sort()).toEqual(Object.keys(methods).sort());
+    for (const [name, method] of Object.entries(methods)) {
+      expect(payloadViolations(method, payload(name)), name).toEqual([]);
+    }
+    for (const frame of report.events) expect(eventViolations(frame), frame.event).toEqual([]);
   });
 });

@@ -1,10 +1,11 @@
 import { SessionsError } from "@sessions/core";
 import { closest, parseCommandArgs, usageCommandOf, usageError } from "./args.js";
 import { commandHelp, groupHelp, rootHelp } from "./help.js";
+import { importOpenClawCommand } from "./import-openclaw.js";
 import { replay } from "./replay.js";
 import { serve } from "./serve.js";
 import { type CliIo, sessionActions } from "./sessions.js";
-import { BIN, COMMANDS, type CommandSpec, REPLAY, SERVE } from "./spec.js";
+import { BIN, COMMANDS, type CommandSpec, IMPORT_OPENCLAW, REPLAY, SERVE } from "./spec.js";
 import { VERSION } from "./version.js";
 
 export type { CliIo } from "./sessions.js";
@@ -94,6 +95,7 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     return 0;
   }
   if (spec === REPLAY) return replay(positionals[0], values, io);
+  if (spec === IMPORT_OPENCLAW) return importOpenClawCommand(positionals, values, io);
   const action = sessionActions[spec.name.slice("sessions ".length)];
   if (action === undefined) throw new SessionsError("internal", `no handler for "${spec.name}"`);
   await action(positionals, values, io);

@@ -98,20 +98,24 @@ async function loadRunner(spec: string | undefined): Promise<AgentRunner> {
 }
 
 /**
- * The store `serve` runs on: Postgres when `--store` (or `$SESSIONS_GATEWAY_STORE`, or `gateway.store`) names a
+ * The store `serve` (and `import-openclaw`) uses: Postgres when `--store` (or `$SESSIONS_GATEWAY_STORE`, or `gateway.store`) names a
  * `postgres://` URL — loaded only then, so SQLite users never load the Postgres driver — else SQLite at `--db`.
  */
-async function openStore(options: OptionValues, server: ServerSettings): Promise<SessionStore> {
+export async function openStore(
+  options: OptionValues,
+  server: ServerSettings,
+  command: string = SERVE.name,
+): Promise<SessionStore> {
   const db = text(options.db);
   const flag = text(options.store);
   const url = flag ?? (process.env.SESSIONS_GATEWAY_STORE || undefined) ?? server.store;
   if (url === undefined) return createSqliteStore({ path: db ?? server.db ?? ".sessions/gateway.db" });
   if (db !== undefined)
-    throw usageError("--db and --store name two different stores: give one", SERVE.name, "--db");
+    throw usageError("--db and --store name two different stores: give one", command, "--db");
   if (!/^postgres(ql)?:\/\//.test(url)) {
     const from =
       flag !== undefined ? "--store" : server.store === url ? "gateway.store" : "SESSIONS_GATEWAY_STORE";
-    throw usageError(`${from} must be a postgres:// URL (SQLite files go to --db)`, SERVE.name, from);
+    throw usageError(`${from} must be a postgres:// URL (SQLite files go to --db)`, command, from);
   }
   const { createPostgresStore } = await import("@sessions/store-postgres");
   return createPostgresStore({ connectionString: url });

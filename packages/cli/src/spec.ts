@@ -49,7 +49,7 @@ export const EXIT_CODES: readonly (readonly [code: number, meaning: string])[] =
   [0, "success (serve: stopped by SIGINT/SIGTERM after draining)"],
   [
     1,
-    "failure: the gateway is unreachable or refused the call, a run failed or timed out, the store is in use",
+    "failure: the gateway is unreachable or refused the call, a run failed or timed out, the store is in use, an import skipped an entry",
   ],
   [2, "usage: unknown command or option, a missing argument or an invalid value"],
 ];
@@ -247,6 +247,7 @@ export const SESSIONS_PATCH: CommandSpec = {
   examples: ["sessions-gateway sessions patch main --label home --send-policy deny"],
 };
 
+/** `sessions-gateway replay`: a recorded exchange played back on a gateway of its own, identical or with a diff. */
 export const REPLAY: CommandSpec = {
   name: "replay",
   args: "<recording.jsonl>",
@@ -270,6 +271,35 @@ export const REPLAY: CommandSpec = {
   ],
 };
 
+/** `sessions-gateway import-openclaw`: an OpenClaw state directory into the gateway's store. */
+export const IMPORT_OPENCLAW: CommandSpec = {
+  name: "import-openclaw",
+  args: "<stateDir>",
+  summary: "import an OpenClaw state directory (sessions, transcripts, routes) into the store",
+  details: [
+    "<stateDir> is OpenClaw's state directory (~/.openclaw, or $OPENCLAW_STATE_DIR): the one holding agents/. Both layouts are read: OpenClaw 2026.9's per-agent SQLite (agents/<id>/agent/openclaw-agent.sqlite) and early 2026's agents/<id>/sessions/sessions.json with JSONL transcripts. OpenClaw's files are only read.",
+    "Each session is written in one transaction, all or nothing. Sessions already imported (same key and sessionId) are left alone, so running it again changes nothing; a key the store has for another session is reported as a conflict and left alone. An entry that cannot be read is reported with its file and reason, and skipped.",
+    "Prints one line per session and a summary. Exit 0 when everything was imported or already there, 1 when an entry was skipped (unreadable, conflict). Stop the gateway first: a SQLite store serves one process at a time.",
+  ],
+  options: {
+    "dry-run": { type: "boolean", description: "print what would be imported; write nothing" },
+    db: SERVE.options.db as OptionSpec,
+    store: SERVE.options.store as OptionSpec,
+    config: {
+      type: "string",
+      placeholder: "file.json5",
+      description:
+        "the gateway's config, for its session.mainKey (bare `main` keys map to agent:<id>:<mainKey>)",
+    },
+    json: { type: "boolean", description: "print the report as JSON" },
+    ...HELP_OPTION,
+  },
+  examples: [
+    "sessions-gateway import-openclaw ~/.openclaw --dry-run",
+    "sessions-gateway import-openclaw ~/.openclaw --db .sessions/gateway.db",
+  ],
+};
+
 /** Every command of `sessions-gateway`, in the order the top-level help lists them: `serve`, then `sessions …`. */
 export const COMMANDS: readonly CommandSpec[] = [
   SERVE,
@@ -279,6 +309,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   SESSIONS_SEND,
   SESSIONS_SPAWN,
   SESSIONS_PATCH,
+  IMPORT_OPENCLAW,
 ];
 
 /** The top level: `--help` and `--version` only; everything else belongs to a command. */

@@ -14,6 +14,15 @@ const HistoryMessageSchema = z.looseObject({
   __openclaw: z.looseObject({ seq: z.number().optional(), runId: z.string().optional() }).optional(),
 });
 
+/**
+ * What `visibility` on a `sessions.list` row can say. Ours: which sessions the session's tools may see (`self`,
+ * `tree`, `agent`, `all`), when an operator set it with `sessions.patch`. OpenClaw 2026.9's rows carry its sharing
+ * mode in the same field instead: `shared`, `read-only`, `suggest` or `draft`.
+ */
+export const ROW_VISIBILITIES = [...VISIBILITIES, "shared", "read-only", "suggest", "draft"] as const;
+/** A `sessions.list` row's `visibility`: ours (`self`, `tree`, `agent`, `all`) or OpenClaw's sharing mode. */
+export type RowVisibility = (typeof ROW_VISIBILITIES)[number];
+
 /** A `sessions.list` row (the gateway's kinds: `direct`, `group`, `global`, `unknown`). */
 export const GatewayRowSchema = z.looseObject({
   key: z.string(),
@@ -26,7 +35,7 @@ export const GatewayRowSchema = z.looseObject({
   sessionId: z.string(),
   spawnedBy: z.string().optional(),
   sendPolicy: z.enum(["allow", "deny"]).optional(),
-  visibility: z.enum(VISIBILITIES).optional(),
+  visibility: z.enum(ROW_VISIBILITIES).optional(),
   model: z.string().optional(),
   contextTokens: z.number().optional(),
   inputTokens: z.number().optional(),
@@ -225,7 +234,8 @@ export const METHOD_PAYLOADS = {
     messages: z.array(HistoryMessageSchema),
     totalMessages: z.number(),
     hasMore: z.boolean(),
-    nextOffset: z.number().nullable(),
+    // OpenClaw 2026.9 sends no `nextOffset` (it pages with cursors); ours sends it, `null` on the last page.
+    nextOffset: z.number().nullable().optional(),
     nextCursor: z.string().nullable().optional(),
   }),
   "chat.send": z.looseObject({ runId: z.string(), status: z.enum(["started", "in_flight", "ok", "error"]) }),

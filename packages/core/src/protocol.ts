@@ -59,12 +59,16 @@ export const ResponseFrameSchema = z.union([
   z.strictObject({ type: z.literal("res"), id: z.string(), ok: z.literal(false), error: WireErrorSchema }),
 ]);
 
-/** An event frame: `{ type: "event", event, payload?, seq? }`; `seq` counts this connection's events. */
+/**
+ * An event frame: `{ type: "event", event, payload?, seq?, stateVersion? }`; `seq` counts this connection's events.
+ * `stateVersion` comes with OpenClaw's `presence` and `health` events (its state counters); ours send none.
+ */
 export const EventFrameSchema = z.strictObject({
   type: z.literal("event"),
   event: z.string(),
   payload: z.unknown().optional(),
   seq: z.int().optional(),
+  stateVersion: z.object({ presence: z.int(), health: z.int() }).optional(),
 });
 
 /** A request frame. */

@@ -29,6 +29,15 @@ export type {
 } from "./gateway.js";
 export type { DeliveryAttemptInfo, LifecycleHooks, RunDraft, ToolCallInfo } from "./lifecycle.js";
 export {
+  importOpenClaw,
+  type OpenClawImportedSession,
+  type OpenClawImportOptions,
+  type OpenClawImportProblem,
+  type OpenClawImportReport,
+  type OpenClawLayout,
+  type OpenClawSessionOutcome,
+} from "./openclaw-import/import.js";
+export {
   type RecordedEvent,
   type RecordingLine,
   type RecordingSink,
