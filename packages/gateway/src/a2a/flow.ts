@@ -93,7 +93,12 @@ async function replyBackAndAnnounce(
   const nowhere = { channel: targetChannel, to: "-" };
   const targetEntry = await store.getEntry(targetKey);
   if (targetEntry === undefined) {
-    await ctx.outbox.enqueue({ ...base, target: nowhere, text: "", suppressedReason: "target session deleted" });
+    await ctx.outbox.enqueue({
+      ...base,
+      target: nowhere,
+      text: "",
+      suppressedReason: "target session deleted",
+    });
     return;
   }
   const announce = await runAndWait(ctx, {

@@ -96,16 +96,21 @@ describe.each(STORE_KINDS)("delivery receipts of sessions_send on the %s store",
   });
 
   it("names what held an announce back: the target's ANNOUNCE_SKIP, or the send policy rule", async () => {
-    await start((turn) => {
-      if (turn.kind === "ping_pong") return "REPLY_SKIP";
-      if (turn.kind === "announce") return turn.text.includes("quiet") ? "ANNOUNCE_SKIP" : "posting";
-      return "fine";
-    }, {
-      config: {
-        ...config,
-        session: { sendPolicy: { rules: [{ match: { channel: "chat", chatType: "group" }, action: "deny" }] } },
+    await start(
+      (turn) => {
+        if (turn.kind === "ping_pong") return "REPLY_SKIP";
+        if (turn.kind === "announce") return turn.text.includes("quiet") ? "ANNOUNCE_SKIP" : "posting";
+        return "fine";
       },
-    });
+      {
+        config: {
+          ...config,
+          session: {
+            sendPolicy: { rules: [{ match: { channel: "chat", chatType: "group" }, action: "deny" }] },
+          },
+        },
+      },
+    );
     const quiet = await send("quiet please");
     const loud = await send("loud");
     await eventually(async () => {
@@ -137,33 +142,43 @@ describe.each(STORE_KINDS)("delivery receipts of sessions_send on the %s store",
   });
 
   it("shows a delivery only through the session it went to", async () => {
-    await start((turn) => (turn.kind === "announce" ? "posted" : turn.kind === "ping_pong" ? "REPLY_SKIP" : "ok"));
+    await start((turn) =>
+      turn.kind === "announce" ? "posted" : turn.kind === "ping_pong" ? "REPLY_SKIP" : "ok",
+    );
     const sent = await send("hello");
-    await eventually(async () => expect((await read(sent.delivery.id as string)).delivery?.status).toBe("delivered"));
+    await eventually(async () =>
+      expect((await read(sent.delivery.id as string)).delivery?.status).toBe("delivered"),
+    );
     expect(await read(sent.delivery.id as string, "main")).toMatchObject({
       status: "not_found",
       code: "delivery_not_found",
     });
-    expect(await read("announce_no-such-run")).toMatchObject({ status: "not_found", code: "delivery_not_found" });
+    expect(await read("announce_no-such-run")).toMatchObject({
+      status: "not_found",
+      code: "delivery_not_found",
+    });
     expect(await read("01ARZ3NDEKTSV4RRFFQ69G5FAV")).toMatchObject({ status: "not_found" });
   });
 
-  it.runIf(kind === "sqlite")("keeps a receipt's id across a restart: the send the restart cut off reads as suppressed", async () => {
-    const held = gate();
-    await start(async (turn) => {
-      if (turn.kind === "inter_session") await held.opened;
-      return turn.kind === "ping_pong" ? "REPLY_SKIP" : "ok";
-    });
-    const accepted = await send("long job", 0);
-    expect(accepted.delivery.status).toBe("pending");
-    h = await h.restart();
-    await eventually(async () =>
-      expect((await read(accepted.delivery.id as string)).delivery).toMatchObject({
-        id: accepted.delivery.id,
-        status: "suppressed",
-        reason: expect.stringContaining("nothing announced"),
-      }),
-    );
-    held.open();
-  });
+  it.runIf(kind === "sqlite")(
+    "keeps a receipt's id across a restart: the send the restart cut off reads as suppressed",
+    async () => {
+      const held = gate();
+      await start(async (turn) => {
+        if (turn.kind === "inter_session") await held.opened;
+        return turn.kind === "ping_pong" ? "REPLY_SKIP" : "ok";
+      });
+      const accepted = await send("long job", 0);
+      expect(accepted.delivery.status).toBe("pending");
+      h = await h.restart();
+      await eventually(async () =>
+        expect((await read(accepted.delivery.id as string)).delivery).toMatchObject({
+          id: accepted.delivery.id,
+          status: "suppressed",
+          reason: expect.stringContaining("nothing announced"),
+        }),
+      );
+      held.open();
+    },
+  );
 });
