@@ -65,6 +65,13 @@ describe("operating a gateway from the console in Chromium", () => {
     await page.getByLabel("Visibility", { exact: true }).selectOption("inherit");
     await page.getByRole("button", { name: "Save", exact: true }).click();
     await expect.poll(async () => (await entry(MAIN))?.visibility).toBeUndefined();
+    // The queue mode is set the same way, and shown again when the session is opened.
+    await page.getByLabel("Queue mode", { exact: true }).selectOption("collect");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    await expect.poll(async () => (await entry(MAIN))?.queueMode).toBe("collect");
+    await page.getByLabel("Queue mode", { exact: true }).selectOption("inherit");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    await expect.poll(async () => (await entry(MAIN))?.queueMode).toBeUndefined();
   });
 
   it("denies sends for a session: a sessions_send to it is refused at delivery, a delivering send at once", async () => {

@@ -1,4 +1,5 @@
 import type { Logger } from "./logger.js";
+import type { QueueMode } from "./queue-mode.js";
 
 /**
  * The versioned contract between a chat platform and the gateway: what an adapter hands in (`InboundMessage`),
@@ -91,12 +92,19 @@ export interface InboundMessage {
   traceparent?: string | undefined;
 }
 
-/** What `gateway.receive` answers: the session the message went to, and the run it started (none for a `/send` command or a duplicate). */
+/** What `gateway.receive` answers: the session the message went to, and the run it started (none for a `/send` or `/queue` command, a duplicate, or a busy session refusing it). */
 export interface ReceiveResult {
   sessionKey: string;
   runId?: string | undefined;
   /** Set when the message was the `/send` command. */
   command?: { mode: "allow" | "deny" | "inherit" | null; applied: boolean } | undefined;
+  /** Set when the message was the `/queue` command (`mode: null`: usage was posted back). */
+  queueCommand?: { mode: QueueMode | "reset" | null; applied: boolean } | undefined;
+  /**
+   * Set when the session's queue mode is `reject` and it was busy: nothing was recorded and no run started; tell
+   * the sender to try again (after `retryAfterMs`).
+   */
+  rejected?: { code: "busy"; message: string; retryAfterMs: number } | undefined;
   duplicate?: boolean | undefined;
 }
 

@@ -3,6 +3,7 @@ import { VISIBILITIES } from "./access.js";
 import { DEFAULT_MAX_HOPS, resolvePingPongTurns } from "./agent-to-agent.js";
 import { normalizeChannelId } from "./channels.js";
 import { DM_SCOPES, normalizeAccountId, normalizeAgentId } from "./keys.js";
+import { QUEUE_MODES } from "./queue-mode.js";
 import { toSessionsError } from "./schema-errors.js";
 import { SESSION_TOOL_NAMES } from "./tool-names.js";
 
@@ -80,6 +81,8 @@ export const AgentConfigSchema = z.strictObject({
   sandboxed: z.boolean().optional(),
   /** This agent's own `session.agentToAgent.maxHops` for the messages and spawns its runs send. */
   maxHops: z.int().min(1).max(100).optional(),
+  /** What this agent's sessions do with a message that arrives while they are busy (default: the agents' default). */
+  queueMode: choice(QUEUE_MODES).optional(),
   subagents: z
     .strictObject({
       allowAgents: z.array(z.string().trim().min(1)).default([]),
@@ -149,6 +152,8 @@ export const SessionsConfigSchema = z
         defaults: z
           .strictObject({
             model: z.string().trim().min(1).optional(),
+            /** What a busy session does with a user's message (`followup` when unset). */
+            queueMode: choice(QUEUE_MODES).optional(),
             subagents: SubagentDefaultsSchema.prefault({}),
             sandbox: z
               .strictObject({ sessionToolsVisibility: choice(["spawned", "all"]).default("spawned") })

@@ -46,6 +46,7 @@ describe("SessionsError", () => {
       send_policy_denied: true,
       payload_too_large: true,
       conflict: true,
+      busy: true,
       timeout: true,
       aborted: true,
       rate_limited: true,

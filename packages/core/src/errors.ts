@@ -9,6 +9,7 @@ export type SessionsErrorCode =
   | "send_policy_denied"
   | "payload_too_large"
   | "conflict"
+  | "busy"
   | "timeout"
   | "aborted"
   | "rate_limited"
@@ -27,6 +28,7 @@ export const SESSIONS_ERROR_CODES: readonly SessionsErrorCode[] = [
   "send_policy_denied",
   "payload_too_large",
   "conflict",
+  "busy",
   "timeout",
   "aborted",
   "rate_limited",

@@ -14,6 +14,7 @@ export * from "./limits.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export * from "./protocol.js";
+export * from "./queue-mode.js";
 export { formatIssuePath, toSessionsError } from "./schema-errors.js";
 export * from "./send-policy.js";
 export * from "./tool-names.js";

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
 import type { GatewayMethodName } from "./protocol.js";
+import { QUEUE_MODES } from "./queue-mode.js";
 
 /** A `chat.history` message: ours carries `ts`/`seq` and `timestamp`/`__openclaw.seq`; OpenClaw's only the latter. */
 const HistoryMessageSchema = z.looseObject({
@@ -35,6 +36,8 @@ export const GatewayRowSchema = z.looseObject({
   sessionId: z.string(),
   spawnedBy: z.string().optional(),
   sendPolicy: z.enum(["allow", "deny"]).optional(),
+  /** The session's own queue mode, when it has one (`sessions.patch`, `/queue`). */
+  queueMode: z.enum(QUEUE_MODES).optional(),
   visibility: z.enum(ROW_VISIBILITIES).optional(),
   model: z.string().optional(),
   contextTokens: z.number().optional(),
@@ -124,6 +127,8 @@ export const AgentWaitPayloadSchema = z.looseObject({
   endedAt: z.number().optional(),
   error: z.string().optional(),
   reply: z.string().optional(),
+  /** The run that took this run's message and answers it (queue modes `collect`, `interrupt`, `steer`). */
+  mergedInto: z.string().optional(),
 });
 /** `agent.wait` payload. */
 export type AgentWaitPayload = z.infer<typeof AgentWaitPayloadSchema>;
@@ -186,6 +191,8 @@ export const RunTreeNodeSchema = z.looseObject({
       costUsd: z.number().optional(),
     })
     .optional(),
+  /** The run that took this run's message and answered it (queue modes): this one never ran. */
+  mergedInto: z.string().optional(),
   /** The outbox records the run produced (its reply, an announce of its follow-up), oldest first. */
   deliveries: z.array(DeliveryRecordSchema),
 });

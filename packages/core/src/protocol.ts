@@ -3,6 +3,7 @@ import { VISIBILITIES } from "./access.js";
 import { SessionsError } from "./errors.js";
 import { DM_SCOPES, type DmScope } from "./keys.js";
 import { LIMITS } from "./limits.js";
+import { QUEUE_MODES } from "./queue-mode.js";
 import { toSessionsError } from "./schema-errors.js";
 import { traceparentParam } from "./trace-context.js";
 
@@ -221,6 +222,8 @@ export const SessionsPatchMethodParams = z.strictObject({
   key,
   label: labelText.nullable().optional(),
   sendPolicy: z.enum(["allow", "deny"]).nullable().optional(),
+  /** What the session does with a user's message while it is busy (`null` clears it: the agent's mode applies). */
+  queueMode: z.enum(QUEUE_MODES).nullable().optional(),
   /** What this session's own session tools may see; overrides `tools.sessions.visibility` (sandbox clamps still apply). */
   visibility: z.enum(VISIBILITIES).nullable().optional(),
   model: idText.nullable().optional(),

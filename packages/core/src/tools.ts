@@ -2,6 +2,7 @@ import { z } from "zod";
 import { describeValue, SessionsError } from "./errors.js";
 import { CHAT_TYPES, normalizeAgentId, SESSION_KINDS } from "./keys.js";
 import { LIMITS } from "./limits.js";
+import { QUEUE_MODES } from "./queue-mode.js";
 import { toSessionsError } from "./schema-errors.js";
 import { SESSION_TOOL_NAMES, type SessionToolName } from "./tool-names.js";
 
@@ -143,6 +144,8 @@ export const SessionEntrySchema = z.object({
   systemSent: z.boolean().optional(),
   abortedLastRun: z.boolean().optional(),
   sendPolicy: z.enum(["allow", "deny"]).optional(),
+  /** This session's own queue mode (`sessions.patch`, `/queue`); wins over its agent's. */
+  queueMode: z.enum(QUEUE_MODES).optional(),
   spawnedBy: z.string().optional(),
   spawnDepth: z.number().optional(),
   archivedAt: z.number().optional(),

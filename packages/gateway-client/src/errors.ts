@@ -49,6 +49,7 @@ const DETAIL_CODES: Readonly<Record<string, SessionsErrorCode>> = {
   AUTH_TOKEN_MISMATCH: "forbidden",
   MISSING_SCOPE: "forbidden",
   RATE_LIMITED: "rate_limited",
+  BUSY: "busy",
   UNKNOWN_METHOD: "invalid_params",
 };
 

@@ -27,8 +27,10 @@ import { dispatch } from "./methods/index.js";
 import { callTool } from "./methods/tools.js";
 import { RunTable } from "./run-table.js";
 import { recordDeliveries, recordingRunner, recordingWriter } from "./runner/recording.js";
+import { followInterrupts } from "./runs/interrupt.js";
 import { holdGatewayLease } from "./runs/ownership.js";
 import { recoverRuns } from "./runs/recovery.js";
+import { emitFinal } from "./runs/run-events.js";
 import { isFinal } from "./runs/wait.js";
 import type { CreatedRun } from "./server/event-routing.js";
 import { type GatewayServer, listenGateway } from "./server/listen.js";
@@ -162,6 +164,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   lifecycle.subscribe(followAgentToAgent(ctx));
   lifecycle.subscribe(followSubagents(ctx));
   lifecycle.subscribe(followThreadBindings(ctx));
+  lifecycle.subscribe(followInterrupts(ctx));
   // Servers and the cluster route events by run: they learn of each run before it can emit.
   lifecycle.subscribe({
     accepted(run) {
@@ -181,11 +184,17 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // Waits end on the store's change feed, so a run that ends anywhere (here or in another process) wakes them.
   const unwatch = store.watch((change) => {
-    if (change.type !== "run" || !isFinal(change.status) || !ctx.runs.isAwaited(change.runId)) return;
-    // A run this process ends itself wakes its waiters as it ends (no read needed).
-    if (ctx.runs.localRun(change.runId) !== undefined) return;
+    if (change.type !== "run" || !isFinal(change.status)) return;
+    const local = ctx.runs.localRun(change.runId);
+    // A run this process ends itself wakes its waiters as it ends (no read needed); one still queued here was
+    // ended by someone else (another run took its message, or recovery): its waiters hear of it now.
+    if (local !== undefined ? local.status !== "queued" : !ctx.runs.isAwaited(change.runId)) return;
     store.getRun(change.runId).then(
-      (run) => run !== undefined && ctx.runs.settle(run),
+      (run) => {
+        if (run === undefined || !isFinal(run.status)) return;
+        if (local !== undefined && run.mergedInto !== undefined) emitFinal(ctx, run);
+        ctx.runs.settle(run);
+      },
       (error) => logger.warn("run re-read failed", { runId: change.runId, error: String(error) }),
     );
   });

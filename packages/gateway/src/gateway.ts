@@ -5,6 +5,7 @@ import type {
   InboundMessage,
   Logger,
   MethodParams,
+  QueueMode,
   ReceiveResult,
   SessionsConfig,
   SessionsConfigInput,
@@ -74,6 +75,8 @@ export interface WaitResult {
   endedAt?: number | undefined;
   error?: string | undefined;
   reply?: string | undefined;
+  /** The run that took this run's message and answers it (queue modes): wait on that one for the reply. */
+  mergedInto?: string | undefined;
 }
 
 /** A session tool (or an extra tool) bound to a requester, as `gateway.tools` returns it. */
@@ -204,6 +207,8 @@ export interface GatewayRow {
   sessionId: string;
   spawnedBy?: string | undefined;
   sendPolicy?: "allow" | "deny" | undefined;
+  /** The session's own queue mode (set with `sessions.patch` or `/queue`), when it has one. */
+  queueMode?: QueueMode | undefined;
   /** The session's own visibility override (set with `sessions.patch`), when it has one. */
   visibility?: Visibility | undefined;
   model?: string | undefined;
@@ -254,6 +259,7 @@ export interface RunTreeNode
     | "endedAt"
     | "error"
     | "usage"
+    | "mergedInto"
   > {
   /** The run that caused it as shown: absent on the root (and on runs recorded before causes were). */
   parentRunId?: string | undefined;

@@ -117,6 +117,12 @@ export class RunTable {
     return runIds;
   }
 
+  /** Whether a run of the session is queued or running here (registered and not yet at its end). */
+  hasActive(sessionKey: string): boolean {
+    for (const control of this.active.values()) if (control.sessionKey === sessionKey) return true;
+    return false;
+  }
+
   abortAll(): void {
     for (const control of this.active.values()) control.abort(new RunAborted());
   }

@@ -1,5 +1,6 @@
 import type { ClusterRuntime, GatewayContext } from "../context.js";
 import type { GatewayEvent } from "../gateway.js";
+import { listenForAborts } from "../runs/abort.js";
 import { isFinal } from "../runs/wait.js";
 import type { CreatedRun } from "../server/event-routing.js";
 import { createClusterLanes } from "./lanes.js";
@@ -44,6 +45,8 @@ export function startCluster(
   const unwatchLanes = ctx.store.watch((change) => {
     if (change.type === "run" && isFinal(change.status)) lanes.wake(change.sessionKey);
   });
+  // Other gateways ask this one to abort its runs (`chat.abort`, queue mode `interrupt`).
+  const unlistenAborts = listenForAborts(ctx);
   const relay = createEventRelay({
     ctx,
     emitHere: hooks.emitHere,
@@ -83,6 +86,7 @@ export function startCluster(
     async stop() {
       clearInterval(timer);
       unwatchLanes();
+      unlistenAborts();
       relay.stop();
       await pass;
     },

@@ -8,17 +8,21 @@ import {
   normalizeAccountId,
   normalizeAgentId,
   normalizeChannelId,
+  parseQueueCommand,
   parseSendCommand,
   type ReceiveResult,
+  SessionsError,
 } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import { boundSession } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
+import { refuseWhenBusy } from "../runs/queue-modes.js";
 import { startRun } from "../runs/start.js";
 import { kindOf, newEntry, updateEntry } from "../sessions/entries.js";
 import type { RouteRecord, StoredEntry, StoreOps } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";
 import { validateInbound } from "./inbound-schema.js";
+import { applyQueueCommand } from "./queue-command.js";
 
 /** Turns on these surfaces are recorded but never overwrite a session's route (SPEC 8.1). */
 const INTERNAL_ROUTE_CHANNELS = new Set(["webchat", "internal"]);
@@ -94,12 +98,8 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
     if (recorded !== undefined) ctx.emit({ type: "sessions.changed", key, reason: "updated" });
   };
 
-  const command = parseSendCommand(inbound.text);
-  if (command !== null) {
-    await store.transaction(record);
-    announce();
-    const applied = inbound.isOwner === true && command.mode !== null;
-    const notice = await applySendCommand(ctx, key, inbound.isOwner === true, command.mode);
+  // A chat command records the session and its route, applies, and posts its notice back.
+  const notify = async (notice: string) => {
     await ctx.outbox.enqueue({
       idempotencyKey: `notice:${channel}:${accountId}:${inbound.messageId ?? randomUUID()}`,
       kind: "notice",
@@ -107,10 +107,39 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
       target: route as DeliveryTarget,
       text: notice,
     });
+  };
+  const command = parseSendCommand(inbound.text);
+  if (command !== null) {
+    await store.transaction(record);
+    announce();
+    const applied = inbound.isOwner === true && command.mode !== null;
+    await notify(await applySendCommand(ctx, key, inbound.isOwner === true, command.mode));
     return { sessionKey: key, command: { mode: command.mode, applied } };
+  }
+  const queueCommand = parseQueueCommand(inbound.text);
+  if (queueCommand !== null) {
+    await store.transaction(record);
+    announce();
+    const applied = inbound.isOwner === true && queueCommand.mode !== null;
+    await notify(await applyQueueCommand(ctx, key, inbound.isOwner === true, queueCommand.mode));
+    return { sessionKey: key, queueCommand: { mode: queueCommand.mode, applied } };
   }
 
   const entry = await store.getEntry(key);
+  const idempotencyKey =
+    inbound.messageId === undefined ? undefined : `inbound:${channel}:${accountId}:${inbound.messageId}`;
+  let repeat: Awaited<ReturnType<typeof refuseWhenBusy>>;
+  try {
+    repeat = await refuseWhenBusy(ctx, key, entry, idempotencyKey);
+  } catch (error) {
+    // Queue mode `reject`: nothing is recorded; the adapter tells the sender.
+    if (!SessionsError.isInstance(error) || error.code !== "busy") throw error;
+    return {
+      sessionKey: key,
+      rejected: { code: "busy", message: error.message, retryAfterMs: error.retryAfterMs ?? 0 },
+    };
+  }
+  if (repeat !== undefined) return { sessionKey: key, runId: repeat.runId, duplicate: true };
   const { run, created } = await startRun(ctx, {
     prepare: record,
     sessionKey: key,
@@ -127,10 +156,9 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
       ts: clock.now(),
       sender: { id: inbound.senderId, ...(inbound.senderName ? { name: inbound.senderName } : {}), channel },
     },
-    ...(inbound.messageId === undefined
-      ? {}
-      : { idempotencyKey: `inbound:${channel}:${accountId}:${inbound.messageId}` }),
+    ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     deliverTo: route,
+    userMessage: true,
     tools: toolContextFor(ctx, entry, key, findAgentConfig(config, agentId)?.sandboxed === true),
   });
   announce();

@@ -3,6 +3,7 @@ import type { GatewayContext } from "../context.js";
 import { allowedDelivery } from "../delivery/targets.js";
 import type { AgentsListPayload, WaitResult } from "../gateway.js";
 import { agentIdOfKey } from "../runs/key-agent.js";
+import { refuseWhenBusy } from "../runs/queue-modes.js";
 import { startRun } from "../runs/start.js";
 import { waitRun } from "../runs/wait.js";
 import { ensureEntry, operatorKey } from "../sessions/entries.js";
@@ -52,6 +53,11 @@ export const agentMethods = {
       const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
       if (existing !== undefined) return accepted(existing);
     }
+    const provenance = provenanceOf(p);
+    // Queue mode `reject` applies to users' messages, not to sends between sessions; a repeat is answered.
+    const repeat =
+      provenance === undefined ? await refuseWhenBusy(ctx, key, entry, p.idempotencyKey) : undefined;
+    if (repeat !== undefined) return accepted(repeat);
     entry ??= await ensureEntry(ctx, key, {
       ...(p.label === undefined ? {} : { label: p.label }),
       ...(p.spawnedBy === undefined ? {} : { spawnedBy: p.spawnedBy }),
@@ -66,7 +72,6 @@ export const agentMethods = {
             "agent: deliver needs channel and to (or a session with a delivery context)",
           )
         : undefined;
-    const provenance = provenanceOf(p);
     const { run } = await startRun(ctx, {
       sessionKey: key,
       kind: "agent",
@@ -78,6 +83,7 @@ export const agentMethods = {
       ...(p.extraSystemPrompt ? { system: [p.extraSystemPrompt] } : {}),
       tools: toolContextFor(ctx, entry, key, false),
       ...(p.timeout ? { timeoutMs: p.timeout * 1000 } : {}),
+      ...(provenance === undefined ? { userMessage: true as const } : {}),
     });
     return { ...accepted(run), sessionKey: key };
   },

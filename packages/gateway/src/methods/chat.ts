@@ -2,6 +2,8 @@ import { parseMethodParams } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import { allowedDelivery } from "../delivery/targets.js";
 import type { ChatHistoryPayload, HistoryWireMessage } from "../gateway.js";
+import { abortSessionRuns } from "../runs/abort.js";
+import { refuseWhenBusy } from "../runs/queue-modes.js";
 import { startRun } from "../runs/start.js";
 import { isFinal } from "../runs/wait.js";
 import { ensureEntry, operatorKey } from "../sessions/entries.js";
@@ -112,6 +114,9 @@ export const chatMethods = {
       const existing = await ctx.store.findRunByIdempotencyKey(p.idempotencyKey);
       if (existing !== undefined) return { runId: existing.runId, status: repeatStatus(existing) };
     }
+    // Queue mode `reject`: a busy session refuses the message before anything is written (a repeat is answered).
+    const repeat = await refuseWhenBusy(ctx, key, entry, p.idempotencyKey);
+    if (repeat !== undefined) return { runId: repeat.runId, status: repeatStatus(repeat) };
     entry ??= await ensureEntry(ctx, key);
     const deliverTo =
       p.deliver === true
@@ -129,6 +134,7 @@ export const chatMethods = {
       ...(deliverTo === undefined ? {} : { deliverTo }),
       tools: toolContextFor(ctx, entry, key, false),
       ...(p.timeoutMs ? { timeoutMs: p.timeoutMs } : {}),
+      userMessage: true,
     });
     // A concurrent retry with the same key got here second: report the run like a repeat would.
     return { runId: run.runId, status: created ? "started" : repeatStatus(run) };
@@ -139,7 +145,7 @@ export const chatMethods = {
     params: unknown,
   ): Promise<{ ok: true; aborted: boolean; runIds: string[] }> {
     const p = parseMethodParams("chat.abort", params);
-    const runIds = ctx.runs.abortSession(operatorKey(ctx, p.sessionKey, "sessionKey"), p.runId);
+    const runIds = await abortSessionRuns(ctx, operatorKey(ctx, p.sessionKey, "sessionKey"), p.runId);
     return { ok: true as const, aborted: runIds.length > 0, runIds };
   },
 };

@@ -131,5 +131,6 @@ function treeNode(run: RunRecord, parentRunId: string | undefined, deliveries: R
   if (run.endedAt !== undefined) node.endedAt = run.endedAt;
   if (run.error !== undefined) node.error = run.error;
   if (run.usage !== undefined) node.usage = run.usage;
+  if (run.mergedInto !== undefined) node.mergedInto = run.mergedInto;
   return node;
 }

@@ -19,6 +19,7 @@ const ROW_FIELDS = [
   "chatType",
   "spawnedBy",
   "sendPolicy",
+  "queueMode",
   "visibility",
   "model",
   "contextTokens",
@@ -34,7 +35,15 @@ const ROW_FIELDS = [
   "deliveryContext",
 ] as const;
 
-const PATCHABLE = ["label", "sendPolicy", "visibility", "model", "thinkingLevel", "verboseLevel"] as const;
+const PATCHABLE = [
+  "label",
+  "sendPolicy",
+  "queueMode",
+  "visibility",
+  "model",
+  "thinkingLevel",
+  "verboseLevel",
+] as const;
 
 /** A `sessions.list` row as operators see it (docs/protocol.md). */
 function gatewayRow(entry: StoredEntry): GatewayRow {

@@ -443,4 +443,66 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
       if (tool.type === "function") expect(tool.inputSchema).not.toHaveProperty("$schema");
     }
   });
+  it("steers: messages that arrive while a step runs join the conversation before the next model call", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        calls++;
+        if (calls === 1) {
+          await held;
+          return toolCall("call-1", "sessions_list", { limit: 5 });
+        }
+        return text(calls === 2 ? "Got all three." : "again");
+      },
+    });
+    const gw = await open(model);
+    const first = await gw.gateway.receive(dm("first"));
+    await eventually(() => expect(calls).toBe(1), "the first model call");
+    await gw.gateway.sessions.patch({ key: first.sessionKey, queueMode: "steer" });
+    const second = await gw.gateway.receive(dm("second"));
+    const third = await gw.gateway.receive(dm("third"));
+    release();
+    const wait = await gw.gateway.agentWait({ runId: first.runId as string, timeoutMs: 60_000 });
+    expect(wait).toMatchObject({ status: "ok", reply: "Got all three." });
+    // The second call saw the tool's answer, then the two messages that arrived, as user messages.
+    const prompt = model.doStreamCalls[1]?.prompt ?? [];
+    expect(prompt.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user", "user"]);
+    expect(prompt.slice(-2).map(promptText)).toEqual(["second", "third"]);
+    for (const run of [second, third]) {
+      const result = await gw.gateway.agentWait({ runId: run.runId as string, timeoutMs: 60_000 });
+      expect(result).toMatchObject({ status: "ok", mergedInto: first.runId });
+    }
+    expect(model.doStreamCalls).toHaveLength(2);
+  });
+
+  it("does not steer under the default queue mode: later messages run afterwards", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let calls = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        calls++;
+        if (calls === 1) {
+          await held;
+          return toolCall("call-1", "sessions_list", { limit: 5 });
+        }
+        return text(`reply ${calls}`);
+      },
+    });
+    const gw = await open(model);
+    const first = await gw.gateway.receive(dm("first"));
+    await eventually(() => expect(calls).toBe(1), "the first model call");
+    const second = await gw.gateway.receive(dm("second"));
+    release();
+    await gw.gateway.agentWait({ runId: first.runId as string, timeoutMs: 60_000 });
+    const after = await gw.gateway.agentWait({ runId: second.runId as string, timeoutMs: 60_000 });
+    expect(after).toMatchObject({ status: "ok", reply: "reply 3" });
+    expect(model.doStreamCalls[1]?.prompt.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+  });
 });

@@ -47,10 +47,38 @@ function providerSchema(schema: Record<string, unknown>): Parameters<typeof json
   return rest as Parameters<typeof jsonSchema>[0];
 }
 
+/**
+ * Queue modes `steer` / `steer-backlog`: before each model call after the first (a boundary: the previous step's
+ * tool calls are answered), the users' messages that arrived meanwhile join the conversation. The SDK rebuilds a
+ * step's messages from the first ones and the responses so far, so each taken message is put back, at the place
+ * it was taken, on every later step.
+ */
+function steerBetweenSteps(request: AgentRunRequest, initialCount: number) {
+  const takeSteering = request.takeSteering;
+  if (takeSteering === undefined) return undefined;
+  const taken: { after: number; messages: ModelMessage[] }[] = [];
+  return async ({ stepNumber, messages }: { stepNumber: number; messages: ModelMessage[] }) => {
+    if (stepNumber === 0) return undefined;
+    const arrived = toModelMessages(await takeSteering());
+    if (arrived.length > 0) taken.push({ after: messages.length - initialCount, messages: arrived });
+    if (taken.length === 0) return undefined;
+    const responses = messages.slice(initialCount);
+    const out = messages.slice(0, initialCount);
+    let at = 0;
+    for (const group of taken) {
+      out.push(...responses.slice(at, group.after), ...group.messages);
+      at = group.after;
+    }
+    out.push(...responses.slice(at));
+    return { messages: out };
+  };
+}
+
 /** An `AgentRunner` on the Vercel AI SDK: any provider model, the gateway's tools, streamed text deltas and usage. */
 export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
   return {
     ...(options.models === undefined ? {} : { models: options.models }),
+    steering: true,
     async run(request: AgentRunRequest): Promise<AgentRunResult> {
       const model =
         typeof options.model === "function"
@@ -75,11 +103,13 @@ export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
       const messages = toModelMessages(request.messages);
       // A first message without text (an attachment, say) still reaches the model instead of failing the run.
       if (messages.length === 0) messages.push({ role: "user", content: "(the message had no text)" });
+      const prepareStep = steerBetweenSteps(request, messages.length);
       const result = streamText({
         model,
         ...(system === "" ? {} : { system }),
         messages,
         tools,
+        ...(prepareStep === undefined ? {} : { prepareStep }),
         stopWhen: stepCountIs(options.maxSteps ?? 8),
         abortSignal: request.signal,
         // Errors are rethrown from the stream below; this only keeps the SDK from logging them as well.

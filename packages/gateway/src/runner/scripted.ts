@@ -26,6 +26,11 @@ export interface ScriptedTurn {
   /** Waits on the gateway clock; rejects when the run is aborted. */
   sleep(ms: number): Promise<void>;
   signal: AbortSignal;
+  /**
+   * A model boundary: the users' messages handed to this run since the last call (queue modes `steer`,
+   * `steer-backlog`, with `steering: true`); always empty otherwise.
+   */
+  takeSteering(): Promise<TranscriptMessage[]>;
 }
 
 /** What a scripted agent returns: the reply text (or nothing), optionally with usage. */
@@ -46,6 +51,8 @@ export interface ScriptedRunnerOptions {
   models?: readonly string[] | undefined;
   /** Usage reported per run (default: ~4 characters a token, deterministic). */
   usage?: ((input: string, reply: string) => RunUsage) | undefined;
+  /** Declare steering support (`AgentRunner.steering`): scripts take messages with `turn.takeSteering()`. */
+  steering?: boolean | undefined;
 }
 
 function defaultUsage(input: string, reply: string): RunUsage {
@@ -60,6 +67,7 @@ export function createScriptedRunner(options: ScriptedRunnerOptions): AgentRunne
   let callCounter = 0;
   return {
     ...(options.models === undefined ? {} : { models: options.models }),
+    ...(options.steering === true ? { steering: true as const } : {}),
     async run(request: AgentRunRequest): Promise<AgentRunResult> {
       const script = Object.hasOwn(options.agents, request.agentId)
         ? options.agents[request.agentId]
@@ -111,6 +119,9 @@ export function createScriptedRunner(options: ScriptedRunnerOptions): AgentRunne
         },
         say(delta: string) {
           request.emit({ type: "text-delta", text: delta });
+        },
+        async takeSteering() {
+          return (await request.takeSteering?.()) ?? [];
         },
         sleep(ms: number) {
           return new Promise<void>((resolve, reject) => {

@@ -37,6 +37,12 @@ export interface AgentRunRequest {
   signal: AbortSignal;
   /** Reports progress (becomes `chat` and `agent` events). */
   emit(event: AgentRunEvent): void;
+  /**
+   * Present when the runner declares `steering` and the session's queue mode is `steer` or `steer-backlog`: the
+   * user's messages that arrived since the last call (oldest first, each once), to add to the conversation before
+   * the next model call. Call it at each model boundary (after a batch of tool calls); an empty array: none.
+   */
+  takeSteering?(): Promise<TranscriptMessage[]>;
 }
 
 /** What a runner returns when the run ends. */
@@ -52,4 +58,9 @@ export interface AgentRunner {
   run(request: AgentRunRequest): Promise<AgentRunResult>;
   /** Model ids this runner accepts for overrides; when absent any id is accepted. */
   readonly models?: readonly string[] | undefined;
+  /**
+   * The runner takes messages at its model boundaries (`request.takeSteering`): queue modes `steer` and
+   * `steer-backlog` hand it the messages that arrive while it runs. Absent: those modes act as `followup`.
+   */
+  readonly steering?: true | undefined;
 }

@@ -1,4 +1,4 @@
-import { SessionsError } from "@sessions/core";
+import { SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import type { GatewayContext, LaneHold } from "../context.js";
 import { RunAborted, type RunControl, RunTimeout } from "../run-table.js";
@@ -7,8 +7,11 @@ import { type LentMessages, readHistory } from "../store/history.js";
 import { recordRunEnd } from "../store/run-units.js";
 import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
+import { type Absorbed, absorbQueued } from "./absorb.js";
+import { sessionQueueMode } from "./queue-modes.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
 import type { RunSpec } from "./spec.js";
+import { steeringFor } from "./steering.js";
 import { isFinal } from "./wait.js";
 
 /**
@@ -60,11 +63,25 @@ export async function executeRun(
       timer = clock.setTimeout(() => control.abort(new RunTimeout(seconds)), spec.timeoutMs);
     }
     const entry = known !== undefined ? known.entry : await stored(() => store.getEntry(spec.sessionKey));
+    const mode = run.userMessage === true ? sessionQueueMode(ctx, spec.sessionKey, entry) : "followup";
+    let last = input;
+    if (mode === "collect" || mode === "interrupt") {
+      // It answers every user's message waiting behind it: the model sees them all, the newest as its input.
+      const taken: Absorbed[] = [];
+      await stored(() => absorbQueued(ctx, run, taken));
+      const newest = taken.at(-1);
+      if (newest !== undefined && newest.input.seq > last.seq) last = newest.input;
+      // The reply goes where the newest message that wants one came from.
+      const target = [...taken].reverse().find((t) => t.run.deliverTo !== undefined)?.run.deliverTo;
+      if (target !== undefined) run = { ...run, deliverTo: target };
+    }
     const history = await stored(() =>
-      readHistory(store, spec.sessionKey, { limit: ctx.historyWindow, beforeSeq: input.seq + 1 }),
+      readHistory(store, spec.sessionKey, { limit: ctx.historyWindow, beforeSeq: last.seq + 1 }),
     );
+    const steering =
+      run.userMessage === true && ctx.runner.steering === true ? steeringFor(ctx, run) : undefined;
     const result = await control.race(
-      ctx.runner.run(runRequest(ctx, run, spec, input, history, entry, control)),
+      ctx.runner.run(runRequest(ctx, run, spec, last, history, entry, control, steering)),
     );
     const reply = typeof result?.reply === "string" ? result.reply : "";
     usage = result?.usage;
@@ -112,6 +129,7 @@ function runRequest(
   history: LentMessages,
   entry: StoredEntry | undefined,
   control: RunControl,
+  steering: (() => Promise<TranscriptMessage[]>) | undefined,
 ): AgentRunRequest {
   let tools: RunnerTool[] | undefined;
   let messages: StoredMessage[] | undefined;
@@ -144,6 +162,7 @@ function runRequest(
   };
   const model = spec.model ?? entry?.model;
   const thinking = spec.thinking ?? entry?.thinkingLevel;
+  if (steering !== undefined) request.takeSteering = steering;
   if (model !== undefined) request.model = model;
   if (thinking !== undefined) request.thinking = thinking;
   return request;

@@ -27,6 +27,8 @@ export interface RunSpec {
   model?: string | undefined;
   thinking?: string | undefined;
   subagentSlot?: boolean | undefined;
+  /** A user's message (`chat.send`, `agent`, inbound): the session's queue mode applies (see `RunRecord.userMessage`). */
+  userMessage?: true | undefined;
   /**
    * Writes that belong with the start of a new run, in its unit of work (after the idempotency check, before the
    * input message): an inbound message's route and session touch. Not called for a repeated idempotency key.

@@ -108,6 +108,7 @@ async function record(
   if (spec.traceparent !== undefined) run.traceparent = spec.traceparent;
   if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
   if (spec.followUp !== undefined) run.followUp = spec.followUp;
+  if (spec.userMessage === true) run.userMessage = true;
   ctx.lifecycle.emit("recording", run);
   let started: Awaited<ReturnType<typeof recordRunStart>>;
   try {

@@ -16,6 +16,7 @@ export function toWaitResult(run: RunRecord): WaitResult {
   if (run.endedAt !== undefined) result.endedAt = run.endedAt;
   if (run.error !== undefined) result.error = run.error;
   if (run.reply) result.reply = run.reply;
+  if (run.mergedInto !== undefined) result.mergedInto = run.mergedInto;
   return result;
 }
 

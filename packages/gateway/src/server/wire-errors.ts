@@ -25,6 +25,12 @@ export function toWireError(error: unknown): WireError {
         retryable: true,
         retryAfterMs: error.retryAfterMs ?? 60_000,
       };
+    case "busy":
+      return {
+        ...base("UNAVAILABLE", "BUSY"),
+        retryable: true,
+        ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      };
     case "unavailable":
     case "rate_limited":
     case "timeout":

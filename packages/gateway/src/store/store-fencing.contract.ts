@@ -69,6 +69,33 @@ export function describeFencingContract(open: () => SessionStore | Promise<Sessi
       await store.close();
     });
 
+    it("lets exactly one of a queued run's start and a unit that ends it only while queued happen", async () => {
+      // Queue modes: a gateway ends another's queued run (its message taken by a running run) while that gateway
+      // may be starting it. Both are fenced: the start on "under way and gw-b's", the end on "still queued".
+      const store = await open();
+      for (let i = 0; i < 20; i++) {
+        const id = `race-${i}`;
+        await store.putRun(run(id, { owner: "gw-b" }));
+        const start = () => store.endRun(run(id, { status: "running", owner: "gw-b" }), "gw-b");
+        const merge = () =>
+          store.transaction(async (tx) => {
+            const current = await tx.getRun(id);
+            if (current?.status !== "queued") return false;
+            return tx.endRun({ ...current, status: "ok", mergedInto: "other" }, current.owner);
+          });
+        // Either may be asked first.
+        const [started, merged] =
+          i % 2 === 0
+            ? await Promise.all([start(), merge()])
+            : await Promise.all([merge(), start()]).then(([m, st]) => [st, m]);
+        expect(started !== merged).toBe(true);
+        expect(await store.getRun(id)).toMatchObject(
+          started ? { status: "running" } : { status: "ok", mergedInto: "other" },
+        );
+      }
+      await store.close();
+    });
+
     it("undoes a fenced end with the rest of its unit, and a refused one throws nothing", async () => {
       const store = await open();
       await store.putRun(run("r", { status: "running", owner: "gw-a" }));

@@ -94,6 +94,16 @@ export interface RunRecord {
   rootRunId?: string | undefined;
   /** How many messages (sends, spawns) from its tree's first run this run is; absent: 0. */
   hops?: number | undefined;
+  /**
+   * The run answers a user's message (`chat.send`, `agent`, an adapter's inbound message): the session's queue mode
+   * applies to it (merged, steered, interrupting). Absent on sends between sessions, reply-backs, announces.
+   */
+  userMessage?: true | undefined;
+  /**
+   * Set when the run never ran because its message was taken by another run of its session (queue modes `collect`,
+   * `interrupt`, `steer`): that run's reply answers it. Such a run ends `ok` without a reply of its own.
+   */
+  mergedInto?: string | undefined;
   /** Its calls the tree's guards refused (hop limit, loop), recorded with its end (at most 20). */
   guards?: GuardRecord[] | undefined;
   /**

@@ -1,3 +1,4 @@
+import { QUEUE_MODES, type QueueMode } from "@sessions/core";
 import { useState } from "preact/hooks";
 import { MessageView, StreamingView } from "../components/MessageView.js";
 import { errorText, newKey } from "../lib/connection.js";
@@ -12,6 +13,7 @@ function Settings({ model, info }: { model: ConsoleModel; info: SessionInfo }) {
   const [label, setLabel] = useState(row.label ?? "");
   const [policy, setPolicy] = useState(row.sendPolicy ?? "inherit");
   const [visibility, setVisibility] = useState<string>(row.visibility ?? "inherit");
+  const [queueMode, setQueueMode] = useState<string>(row.queueMode ?? "inherit");
   // Fresh for each session (the form is keyed by it, below), and never reset by a background refresh, which must
   // not undo choices not yet saved. (A reset in an effect ran after the first paint: a choice made at once was lost.)
   const [status, setStatus] = useState<{ ok: boolean; text: string } | undefined>(undefined);
@@ -31,6 +33,7 @@ function Settings({ model, info }: { model: ConsoleModel; info: SessionInfo }) {
             label: label.trim() === "" ? null : label.trim(),
             sendPolicy,
             visibility: visibilityOverride,
+            queueMode: queueMode === "inherit" ? null : (queueMode as QueueMode),
           })
           .then(
             () => {
@@ -76,6 +79,20 @@ function Settings({ model, info }: { model: ConsoleModel; info: SessionInfo }) {
           <option value="tree">tree</option>
           <option value="agent">agent</option>
           <option value="all">all</option>
+        </select>
+      </div>
+      <div class="field">
+        <label for="session-queue-mode">Queue mode</label>
+        <select
+          id="session-queue-mode"
+          value={queueMode}
+          disabled={readOnly}
+          onChange={(e) => setQueueMode(e.currentTarget.value)}
+        >
+          <option value="inherit">inherit (the agent's queueMode)</option>
+          {QUEUE_MODES.map((mode) => (
+            <option value={mode}>{mode}</option>
+          ))}
         </select>
       </div>
       <button type="submit" disabled={readOnly}>

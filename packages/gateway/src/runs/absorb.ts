@@ -1,0 +1,68 @@
+import type { GatewayContext } from "../context.js";
+import type { RunRecord, StoredMessage, StoreOps } from "../store/types.js";
+
+/** The queued runs of a session that answer a user's message, but `exceptRunId`: oldest message first. */
+export async function queuedUserRuns(
+  store: Pick<StoreOps, "listRunsByStatus">,
+  sessionKey: string,
+  exceptRunId: string,
+): Promise<RunRecord[]> {
+  // Queued and running runs are few (the active ones across the store), so one status read serves.
+  const queued = await store.listRunsByStatus(["queued"]);
+  return queued
+    .filter((r) => r.sessionKey === sessionKey && r.userMessage === true && r.runId !== exceptRunId)
+    .sort((a, b) => (a.inputSeq ?? 0) - (b.inputSeq ?? 0) || a.createdAt - b.createdAt);
+}
+
+/**
+ * Ends a queued run as taken by run `into` (`ok`, no reply, `mergedInto`), only while it is still queued and
+ * its recorded owner's. Its gateway starts it through a write fenced the same way (`endRun` with that owner, on a
+ * run still under way), and both read-and-write the run under its record lock inside a unit, so of this end and
+ * that start exactly one happens. Returns the ended record, or `undefined` when the run had left the queue.
+ */
+export async function mergeQueuedRun(
+  ctx: Pick<GatewayContext, "store" | "clock">,
+  queued: RunRecord,
+  into: string,
+): Promise<RunRecord | undefined> {
+  return ctx.store.transaction(async (tx) => {
+    const current = await tx.getRun(queued.runId);
+    if (current === undefined || current.status !== "queued") return undefined;
+    const merged: RunRecord = { ...current, status: "ok", endedAt: ctx.clock.now(), mergedInto: into };
+    return (await tx.endRun(merged, current.owner)) ? merged : undefined;
+  });
+}
+
+/** The message that started a run, as recorded. */
+export async function inputOf(
+  store: Pick<StoreOps, "readMessages">,
+  run: RunRecord,
+): Promise<StoredMessage | undefined> {
+  if (run.inputSeq === undefined) return undefined;
+  const [message] = await store.readMessages(run.sessionKey, { limit: 1, beforeSeq: run.inputSeq + 1 });
+  return message?.seq === run.inputSeq ? message : undefined;
+}
+
+/** A queued run taken by another run of its session, and its message. */
+export interface Absorbed {
+  run: RunRecord;
+  input: StoredMessage;
+}
+
+/**
+ * Queue modes `collect` and `interrupt`, as a run starts: every other queued user's message of its session is
+ * taken by it (each of those runs ends merged into it), appended to `taken` oldest first as it goes — so a retry
+ * after a store outage keeps what an earlier attempt took.
+ */
+export async function absorbQueued(
+  ctx: Pick<GatewayContext, "store" | "clock">,
+  run: RunRecord,
+  taken: Absorbed[],
+): Promise<void> {
+  for (const queued of await queuedUserRuns(ctx.store, run.sessionKey, run.runId)) {
+    const merged = await mergeQueuedRun(ctx, queued, run.runId);
+    if (merged === undefined) continue;
+    const input = await inputOf(ctx.store, merged);
+    if (input !== undefined) taken.push({ run: merged, input });
+  }
+}
