@@ -132,8 +132,9 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
   try {
     repeat = await refuseWhenBusy(ctx, key, entry, idempotencyKey);
   } catch (error) {
-    // Queue mode `reject`: nothing is recorded; the adapter tells the sender.
+    // Queue mode `reject`: nothing of the message is recorded, and the sender hears why (never a silent drop).
     if (!SessionsError.isInstance(error) || error.code !== "busy") throw error;
+    await notify(BUSY_NOTICE);
     return {
       sessionKey: key,
       rejected: { code: "busy", message: error.message, retryAfterMs: error.retryAfterMs ?? 0 },
@@ -164,6 +165,10 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
   announce();
   return { sessionKey: key, runId: run.runId, ...(created ? {} : { duplicate: true }) };
 }
+
+/** What the sender of a message refused by queue mode `reject` is told. */
+export const BUSY_NOTICE =
+  "Still working on the previous message, so this one was not taken. Send it again once I have answered.";
 
 /** What a message records on its session: the entry (created if new) with `patch`, touched, and its route. */
 async function recordInbound(

@@ -1,6 +1,7 @@
 import { SessionsError } from "@sessions/core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createManualClock } from "../clock.js";
+import { BUSY_NOTICE } from "../inbound/receive.js";
 import { createScriptedRunner, type ScriptedAgent } from "../runner/scripted.js";
 import type { RunRecord } from "../store/types.js";
 import {
@@ -90,6 +91,11 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
   it("collect answers every message that waited with one run and one reply that saw them all", async () => {
     const agent = heldAgent();
     h = await harness(kind, { main: agent.agent });
+    const ends: { runId: string; data: Record<string, unknown> }[] = [];
+    h.gateway.subscribe((event) => {
+      if (event.type === "agent" && event.stream === "lifecycle" && event.data.phase === "end")
+        ends.push({ runId: event.runId, data: event.data });
+    });
     const { first, ids } = await busyWith("collect", "a", "b", "c");
     const [a, b, c] = ids as [string, string, string];
     agent.release();
@@ -110,6 +116,8 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     expect(await replies()).toEqual(["reply to first", "reply to c"]);
     const tree = await h.gateway.runs.tree({ runId: b });
     expect(tree.runs.find((r) => r.runId === b)).toMatchObject({ status: "ok", mergedInto: a });
+    // A client watching b's events learns which run answers it.
+    await eventually(async () => expect(ends.find((e) => e.runId === c)?.data.mergedInto).toBe(a));
   });
 
   it("collect is set per agent in config, and leaves sends between sessions alone", async () => {
@@ -216,7 +224,12 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
       text: "hello",
       agentId: "main",
     });
+    expect(inbound).toMatchObject({ rejected: { code: "busy" } });
     expect(inbound.runId).toBeUndefined();
+    // The sender is told, not left wondering.
+    await eventually(async () =>
+      expect(h.channel.sent.map((s) => [s.target.to, s.message.text])).toContainEqual(["sam", BUSY_NOTICE]),
+    );
     expect(await h.store.countMessages(KEY)).toBe(before);
     expect((await h.store.listRunsByStatus(["queued"])).length).toBe(0);
     const wire = await h.gateway

@@ -86,6 +86,8 @@ export function emitFinal(ctx: EventContext, run: RunRecord): void {
       phase: run.status === "ok" ? "end" : "error",
       status: run.status,
       ...(run.error ? { error: run.error } : {}),
+      // Taken into another run of its session (queue modes collect, steer, interrupt): that run answers for it.
+      ...(run.mergedInto ? { mergedInto: run.mergedInto } : {}),
     },
   });
   ctx.emit({
