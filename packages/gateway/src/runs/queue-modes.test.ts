@@ -93,8 +93,9 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     h = await harness(kind, { main: agent.agent });
     const ends: { runId: string; data: Record<string, unknown> }[] = [];
     h.gateway.subscribe((event) => {
-      if (event.type === "agent" && event.stream === "lifecycle" && event.data.phase === "end")
-        ends.push({ runId: event.runId, data: event.data });
+      if (event.type !== "agent" || event.stream !== "lifecycle") return;
+      const data = event.data as Record<string, unknown>;
+      if (data.phase === "end") ends.push({ runId: event.runId, data });
     });
     const { first, ids } = await busyWith("collect", "a", "b", "c");
     const [a, b, c] = ids as [string, string, string];
@@ -227,8 +228,9 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     expect(inbound).toMatchObject({ rejected: { code: "busy" } });
     expect(inbound.runId).toBeUndefined();
     // The sender is told, not left wondering.
+    const { channel } = h;
     await eventually(async () =>
-      expect(h.channel.sent.map((s) => [s.target.to, s.message.text])).toContainEqual(["sam", BUSY_NOTICE]),
+      expect(channel.sent.map((s) => [s.target.to, s.message.text])).toContainEqual(["sam", BUSY_NOTICE]),
     );
     expect(await h.store.countMessages(KEY)).toBe(before);
     expect((await h.store.listRunsByStatus(["queued"])).length).toBe(0);
