@@ -15,6 +15,7 @@ export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export * from "./protocol.js";
 export { formatIssuePath, toSessionsError } from "./schema-errors.js";
+export * from "./search.js";
 export * from "./send-policy.js";
 export * from "./tool-names.js";
 export * from "./tools.js";
