@@ -30,7 +30,7 @@ const ROW_FIELDS = [
 const PATCHABLE = ["label", "sendPolicy", "visibility", "model", "thinkingLevel", "verboseLevel"] as const;
 
 /** A `sessions.list` row as operators see it (docs/protocol.md). */
-function gatewayRow(entry: StoredEntry): GatewayRow {
+export function gatewayRow(entry: StoredEntry): GatewayRow {
   const kind =
     entry.key === "global"
       ? "global"
