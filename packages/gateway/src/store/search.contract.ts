@@ -258,7 +258,7 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
       await store.close();
     });
 
-    it("finds words in any script; odd text never breaks a write or a search", async () => {
+    it("finds words in any script and between any punctuation; odd text never breaks a write or a search", async () => {
       const store = await open();
       const odd = [
         "Die größe zählt",
@@ -270,6 +270,7 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
         "lone \ud800 surrogate",
         "quotes \" and ' and \\ backslash",
         "تاریخ جلسه",
+        "see x.org/path, v1.2.3, a@b.com and snake_case",
       ];
       await seeded(store, [[entry("agent:main:u", 1), odd]]);
       for (const [query, seq] of [
@@ -283,6 +284,10 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
         ["surrogate", 7],
         ["backslash", 8],
         ["جلسه", 9],
+        ["path", 10],
+        ["V1", 10],
+        ["com", 10],
+        ["case snake", 10],
       ] as const) {
         const page = await search(store, query);
         expect({ query, seqs: page.hits.flatMap((h) => h.messages.map((m) => m.seq)) }).toEqual({
