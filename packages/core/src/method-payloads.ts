@@ -96,6 +96,8 @@ export const SessionsSearchPayloadSchema = z.looseObject({
   count: z.number(),
   hasMore: z.boolean(),
   nextOffset: z.number().nullable(),
+  /** The words are in more messages than a search ranks (20,000): the results come from the most recent sessions. */
+  truncated: z.boolean(),
   results: z.array(SessionSearchResultSchema),
 });
 /** `sessions.search` payload. */

@@ -18,6 +18,11 @@ export interface SearchSnippet {
  * shorter ones match only whole words, so that a one-letter term does not match most of a transcript.
  */
 export const SEARCH_PREFIX_MIN_LENGTH = 3;
+/**
+ * How many matching messages a search ranks unless told otherwise: the bound on the work of a query whose words are
+ * in most messages (beyond it, the messages of the most recent sessions are ranked).
+ */
+export const SEARCH_MAX_MESSAGES = 20_000;
 /** Longest snippet, in UTF-16 code units, not counting the `…` marks of a cut. */
 export const SEARCH_SNIPPET_LENGTH = 160;
 /** How much of the text before the first match a snippet keeps, roughly. */

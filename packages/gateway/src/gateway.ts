@@ -300,6 +300,8 @@ export interface SessionsSearchPayload {
   count: number;
   hasMore: boolean;
   nextOffset: number | null;
+  /** The words are in more messages than a search ranks (20,000): the results come from the most recent sessions. */
+  truncated: boolean;
   results: SessionSearchResult[];
 }
 

@@ -1,4 +1,10 @@
-import { type SearchTerm, searchableText, searchSnippet, searchTerms } from "@sessions/core";
+import {
+  SEARCH_MAX_MESSAGES,
+  type SearchTerm,
+  searchableText,
+  searchSnippet,
+  searchTerms,
+} from "@sessions/core";
 import type {
   SearchMessageMatch,
   SearchSessionsQuery,
@@ -36,7 +42,14 @@ export function tsQuery(terms: readonly SearchTerm[]): string {
     .join(" & ");
 }
 
-type HitRow = { data: string; key: string; rank: number | null; n: number; title: boolean };
+type HitRow = {
+  data: string;
+  key: string;
+  rank: number | null;
+  n: number;
+  title: boolean;
+  truncated: boolean;
+};
 type MessageRow = { key: string; seq: string; data: string };
 
 const messageMatch = (message: StoredMessage, terms: readonly SearchTerm[]): SearchMessageMatch => {
@@ -52,8 +65,8 @@ const messageMatch = (message: StoredMessage, terms: readonly SearchTerm[]): Sea
 
 /** `searchSessions` and `listAgentIds` on the tables of schema `s` (quoted). */
 export function createSearchOperations(s: string) {
-  function hitsQuery(query: SearchSessionsQuery, match: string, limit: number, offset: number) {
-    const values: unknown[] = [match];
+  function hitsQuery(query: SearchSessionsQuery, match: string, cap: number, limit: number, offset: number) {
+    const values: unknown[] = [match, cap];
     const param = (value: unknown) => {
       values.push(value);
       return `$${values.length}`;
@@ -66,32 +79,50 @@ export function createSearchOperations(s: string) {
     if (query.excludeKeys !== undefined)
       clauses.push(`NOT (e.key = ANY(${param([...query.excludeKeys])}::text[]))`);
     if (query.updatedSince !== undefined) clauses.push(`e.updated_at >= ${param(query.updatedSince)}`);
-    // Every matching message grouped by session (its best rank), and every session whose key, label or display name
-    // match; then only those in scope, best first.
+    const scope = clauses.map((c) => ` AND ${c}`).join("");
+    // The matching messages of sessions in scope, the most recently updated session's first, up to the cap and one
+    // more (which tells that there were more); only those are ranked (ts_rank reads each one's tsvector again). Each
+    // session by its best message, with the sessions whose key, label or display name match; best first.
     const text = `WITH q AS (SELECT to_tsquery('simple', $1) AS q),
-      per AS (SELECT m.session_key AS key, max(ts_rank(m.search, q.q, 1)) AS rank, count(*)::int AS n
-        FROM ${s}.messages m, q WHERE m.search @@ q.q GROUP BY m.session_key),
-      titles AS (SELECT e.key FROM ${s}.entries e, q WHERE ${SESSION_SEARCH_TEXT} @@ q.q),
-      found AS (SELECT coalesce(per.key, titles.key) AS key, per.rank, coalesce(per.n, 0) AS n, titles.key IS NOT NULL AS title
+      hits AS MATERIALIZED (SELECT e.updated_at AS u, m.session_key AS key, m.seq
+        FROM ${s}.messages m JOIN ${s}.entries e ON e.key = m.session_key, q
+        WHERE m.search @@ q.q${scope}
+        ORDER BY e.updated_at DESC, m.session_key DESC, m.seq DESC LIMIT $2 + 1),
+      ranked AS (SELECT * FROM hits h WHERE (SELECT count(*) FROM hits) <= $2
+        OR (h.u, h.key, h.seq) > (SELECT l.u, l.key, l.seq FROM hits l ORDER BY l.u, l.key, l.seq LIMIT 1)),
+      per AS (SELECT h.key, max(ts_rank(m.search, q.q, 1)) AS rank, count(*)::int AS n
+        FROM ranked h JOIN ${s}.messages m ON m.session_key = h.key AND m.seq = h.seq, q GROUP BY h.key),
+      titles AS (SELECT e.key FROM ${s}.entries e, q WHERE ${SESSION_SEARCH_TEXT} @@ q.q${scope}),
+      found AS (SELECT coalesce(per.key, titles.key) AS key, per.rank, coalesce(per.n, 0) AS n,
+          titles.key IS NOT NULL AS title
         FROM per FULL JOIN titles ON titles.key = per.key)
-    SELECT e.data, f.key, f.rank, f.n, f.title FROM found f JOIN ${s}.entries e ON e.key = f.key
-    ${clauses.length > 0 ? `WHERE ${clauses.join(" AND ")}` : ""}
+    SELECT e.data, f.key, f.rank, f.n, f.title, (SELECT count(*) FROM hits) > $2 AS truncated
+    FROM found f JOIN ${s}.entries e ON e.key = f.key
     ORDER BY f.title DESC, coalesce(f.rank, 0) DESC, e.updated_at DESC, e.key ASC
     LIMIT ${param(limit + 1)} OFFSET ${param(offset)}`;
-    return { text, values };
+    const probe = `WITH q AS (SELECT to_tsquery('simple', $1) AS q)
+    SELECT count(*) > $2 AS truncated FROM (
+      SELECT 1 FROM ${s}.messages m JOIN ${s}.entries e ON e.key = m.session_key, q
+      WHERE m.search @@ q.q${scope} LIMIT $2 + 1) m`;
+    return { text, probe, values };
   }
 
   return {
     async searchSessions(db: Db, query: SearchSessionsQuery): Promise<SessionSearchPage> {
       const terms = searchTerms(query.text);
       const empty = [query.keys, query.agentIds, query.kinds].some((list) => list?.length === 0);
-      if (terms.length === 0 || empty) return { hits: [], hasMore: false };
+      if (terms.length === 0 || empty) return { hits: [], hasMore: false, truncated: false };
       const limit = Math.max(0, Math.floor(query.limit));
       const offset = Math.max(0, Math.floor(query.offset ?? 0));
       const perSession = Math.max(0, Math.floor(query.messagesPerSession ?? 1));
+      const cap = Math.max(0, Math.floor(query.maxMessages ?? SEARCH_MAX_MESSAGES));
       const match = tsQuery(terms);
-      const { text, values } = hitsQuery(query, match, limit, offset);
+      const { text, probe, values } = hitsQuery(query, match, cap, limit, offset);
       const rows = (await db.query<HitRow>(text, values)).rows;
+      const truncated =
+        rows[0]?.truncated ??
+        (await db.query<{ truncated: boolean }>(probe, values.slice(0, values.length - 2))).rows[0]
+          ?.truncated === true;
       const page = rows.slice(0, limit);
       const withMessages = page.filter((row) => row.n > 0).map((row) => row.key);
       const best = new Map<string, SearchMessageMatch[]>();
@@ -121,7 +152,7 @@ export function createSearchOperations(s: string) {
           messages: best.get(row.key) ?? [],
         };
       });
-      return { hits, hasMore: rows.length > limit };
+      return { hits, hasMore: rows.length > limit, truncated };
     },
     async listAgentIds(db: Db): Promise<string[]> {
       // A skip scan of entries_agent (archived, agent_id, …): one index probe per agent, not a read of every entry.

@@ -46,6 +46,7 @@ export const sessionSearchMethods = {
       count: page.hits.length,
       hasMore: page.hasMore,
       nextOffset: page.hasMore ? offset + limit : null,
+      truncated: page.truncated,
       results: page.hits.map((hit) => ({
         key: hit.entry.key,
         score: hit.score,

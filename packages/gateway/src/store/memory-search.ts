@@ -1,5 +1,6 @@
 import {
   matchesTerm,
+  SEARCH_MAX_MESSAGES,
   type SearchTerm,
   searchableSessionText,
   searchableText,
@@ -51,25 +52,41 @@ export function searchInMemory(
   query: SearchSessionsQuery,
 ): SessionSearchPage {
   const terms = searchTerms(query.text);
-  if (terms.length === 0) return { hits: [], hasMore: false };
-  const documents = new Map<string, Document[]>();
+  if (terms.length === 0) return { hits: [], hasMore: false, truncated: false };
+  const cap = Math.max(0, Math.floor(query.maxMessages ?? SEARCH_MAX_MESSAGES));
   let total = 0;
   let words = 0;
   const df = terms.map(() => 0);
-  for (const [key, messages] of transcripts) {
-    const docs: Document[] = [];
-    for (const message of messages) {
+  const allMatch = (doc: Document) =>
+    terms.every((term) => doc.words.some((word) => matchesTerm(word, term)));
+  // Matching messages in scope, from the most recently created transcript back (as the store's order of keys),
+  // newest message first, up to the cap.
+  const matching = new Map<string, Document[]>();
+  let ranked = 0;
+  let truncated = false;
+  for (const [key, messages] of [...transcripts].reverse()) {
+    const entry = entries.get(key);
+    const visible = entry !== undefined && inSearchScope(entry, query);
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const message = messages[i] as StoredMessage;
       const text = searchableText(message);
       if (text === undefined) continue;
       const doc = { message, text, words: searchWords(text).map((w) => w.lower) };
       total++;
       words += doc.words.length;
-      terms.forEach((term, i) => {
-        if (doc.words.some((word) => matchesTerm(word, term))) df[i] = (df[i] ?? 0) + 1;
+      terms.forEach((term, t) => {
+        if (doc.words.some((word) => matchesTerm(word, term))) df[t] = (df[t] ?? 0) + 1;
       });
-      docs.push(doc);
+      if (!visible || !allMatch(doc)) continue;
+      if (ranked >= cap) {
+        truncated = true;
+        continue;
+      }
+      ranked++;
+      const list = matching.get(key) ?? [];
+      list.push(doc);
+      matching.set(key, list);
     }
-    documents.set(key, docs);
   }
   const average = total === 0 ? 1 : Math.max(1, words / total);
   const idf = df.map((n) => Math.log(1 + (total - n + 0.5) / (n + 0.5)));
@@ -83,19 +100,18 @@ export function searchInMemory(
   const hits: (SessionSearchHit & { best: { doc: Document; score: number }[] })[] = [];
   for (const entry of entries.values()) {
     if (!inSearchScope(entry, query)) continue;
-    const matching = (documents.get(entry.key) ?? [])
-      .filter((doc) => terms.every((term) => doc.words.some((word) => matchesTerm(word, term))))
+    const best = (matching.get(entry.key) ?? [])
       .map((doc) => ({ doc, score: score(doc) }))
       .sort((a, b) => b.score - a.score || b.doc.message.seq - a.doc.message.seq);
     const title = textMatches(searchableSessionText(entry), terms);
-    if (matching.length === 0 && !title) continue;
-    const relevance = matching[0]?.score ?? 0;
+    if (best.length === 0 && !title) continue;
+    const relevance = best[0]?.score ?? 0;
     hits.push({
       entry,
       score: (title ? 1 : 0) + relevance / (1 + relevance),
-      matchedMessages: matching.length,
+      matchedMessages: best.length,
       messages: [],
-      best: matching,
+      best,
     });
   }
   hits.sort(
@@ -112,5 +128,5 @@ export function searchInMemory(
     entry: structuredClone(hit.entry),
     messages: best.slice(0, perSession).map(({ doc }) => messageMatch(doc.message, doc.text, terms)),
   }));
-  return { hits: page, hasMore: hits.length > offset + limit };
+  return { hits: page, hasMore: hits.length > offset + limit, truncated };
 }

@@ -51,8 +51,8 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
       expect((await search(store, "deplo")).hits[0]?.matchedMessages).toBe(2);
       expect(keysOf(await search(store, "th"))).toEqual([]);
       expect(keysOf(await search(store, "to"))).toEqual(["agent:main:b"]);
-      expect(await search(store, "   ")).toEqual({ hits: [], hasMore: false });
-      expect(await search(store, "absent")).toEqual({ hits: [], hasMore: false });
+      expect(await search(store, "   ")).toEqual({ hits: [], hasMore: false, truncated: false });
+      expect(await search(store, "absent")).toEqual({ hits: [], hasMore: false, truncated: false });
       await store.close();
     });
 
@@ -106,8 +106,16 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
       ]);
       expect(pages.flatMap(keysOf)).toEqual(keysOf(all));
       expect(new Set(pages.flatMap(keysOf)).size).toBe(25);
-      expect(await search(store, "alpha", { limit: 10, offset: 25 })).toEqual({ hits: [], hasMore: false });
-      expect(await search(store, "alpha", { limit: 0 })).toEqual({ hits: [], hasMore: true });
+      expect(await search(store, "alpha", { limit: 10, offset: 25 })).toEqual({
+        hits: [],
+        hasMore: false,
+        truncated: false,
+      });
+      expect(await search(store, "alpha", { limit: 0 })).toEqual({
+        hits: [],
+        hasMore: true,
+        truncated: false,
+      });
       await store.close();
     });
 
@@ -130,7 +138,11 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
         hasMore: false,
         hits: [{ entry: { key: "agent:main:a" } }],
       });
-      expect(await search(store, "secret", { keys: [] })).toEqual({ hits: [], hasMore: false });
+      expect(await search(store, "secret", { keys: [] })).toEqual({
+        hits: [],
+        hasMore: false,
+        truncated: false,
+      });
       expect(keysOf(await search(store, "secret", { agentIds: ["ops"] }))).toEqual(["agent:ops:b"]);
       expect(keysOf(await search(store, "secret", { agentIds: [] }))).toEqual([]);
       expect(keysOf(await search(store, "secret", { kinds: ["group"] }))).toEqual(["agent:main:c"]);
@@ -152,6 +164,33 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
         "agent:main:secret",
         "agent:main:e",
       ]);
+      await store.close();
+    });
+
+    it("ranks at most maxMessages matching messages, the most recent sessions' first, and says so", async () => {
+      const store = await open();
+      for (const [i, key] of ["agent:main:a", "agent:main:b", "agent:main:c"].entries()) {
+        await store.putEntry(entry(key, 10 + i));
+        await store.appendMessage(key, say("kiwi one"));
+        await store.appendMessage(key, say("kiwi two"));
+      }
+      const capped = await search(store, "kiwi", { maxMessages: 3 });
+      expect(capped.truncated).toBe(true);
+      expect(capped.hits.map((h) => [h.entry.key, h.matchedMessages])).toEqual([
+        ["agent:main:c", 2],
+        ["agent:main:b", 1],
+      ]);
+      // The cap counts messages in scope only: a session outside it never takes a place.
+      expect(await search(store, "kiwi", { maxMessages: 2, keys: ["agent:main:a"] })).toMatchObject({
+        truncated: false,
+        hits: [{ entry: { key: "agent:main:a" }, matchedMessages: 2 }],
+      });
+      expect(await search(store, "kiwi", { maxMessages: 6 })).toMatchObject({ truncated: false });
+      expect(await search(store, "kiwi", { maxMessages: 5, offset: 10 })).toEqual({
+        hits: [],
+        hasMore: false,
+        truncated: true,
+      });
       await store.close();
     });
 

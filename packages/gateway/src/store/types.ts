@@ -225,6 +225,13 @@ export interface SearchSessionsQuery {
   offset?: number | undefined;
   /** Best-matching messages returned per session (default 1; 0 for none). */
   messagesPerSession?: number | undefined;
+  /**
+   * Most matching messages ranked (default `SEARCH_MAX_MESSAGES` of `@sessions/core`: 20,000), which bounds the cost of a query whose words
+   * are in most messages: beyond it, only the messages of the most recent sessions in scope are ranked (newest
+   * first; "recent" as the store can tell cheaply: created on SQLite and in memory, updated on Postgres), and the
+   * page says `truncated`.
+   */
+  maxMessages?: number | undefined;
 }
 
 /** A message that matched a search: its seq, role, time, and a snippet with the matching words' ranges. */
@@ -247,7 +254,7 @@ export interface SessionSearchHit {
    * one search only.
    */
   score: number;
-  /** How many of its messages matched. */
+  /** How many of its messages matched (of those ranked). */
   matchedMessages: number;
   /** Its best-matching messages, best first (newer first on ties), at most `messagesPerSession`. */
   messages: SearchMessageMatch[];
@@ -257,6 +264,8 @@ export interface SessionSearchHit {
 export interface SessionSearchPage {
   hits: SessionSearchHit[];
   hasMore: boolean;
+  /** More messages in scope matched than were ranked (`maxMessages`): the hits come from the most recent ones. */
+  truncated: boolean;
 }
 
 /** Filters of `listDeliveries`. */
