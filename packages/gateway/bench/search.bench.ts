@@ -12,6 +12,7 @@ import { searchTerms, type TranscriptMessage } from "@sessions/core";
 import Database from "better-sqlite3";
 import { createGateway, createSqliteStore, type Gateway, type SessionStore } from "../src/index.js";
 import { SCHEMA_VERSION } from "../src/store/sqlite/schema.js";
+import { chatSentence, chatWord } from "./chat-text.js";
 import { check, DAY, measure, ms, prng, type Stats, since, verdict } from "./kit.js";
 import { seedEntry } from "./seed.js";
 
@@ -20,61 +21,6 @@ const MESSAGES = Number(process.env.SEARCH_BENCH_MESSAGES ?? 1_000_000);
 const ITERATIONS = Number(process.env.SEARCH_BENCH_ITERATIONS ?? 200);
 const TARGET_P50_MS = 20;
 const LIMIT = 20;
-
-// ---------------------------------------------------------------- the text
-
-/** The most common words of English chat, most common first: the head of the vocabulary. */
-const COMMON = (
-  "the to i you and a it is of that in we for this on be have can do not with will just it's so but what my are " +
-  "if at me was your get all there like know about one they up out from don't think how now would when an yes " +
-  "no some time go see or he need here good make could please thanks let's did want new by work also check then " +
-  "more today should back still any has been which look right them other because sure really last much our well " +
-  "next who same where why first very going way thing send call after before file update team deploy build " +
-  "error issue fix test release meeting week day tomorrow morning server data user account change review"
-).split(" ");
-const SYLLABLES =
-  "ka lo mi ren tus val dor pe si an ur el zo fi gam bet nor qui lex sa mo ti ver cal dun".split(" ");
-/** Words of the long tail (rank ≥ COMMON.length): made-up but pronounceable, each distinct. */
-function tailWord(rank: number): string {
-  let n = rank;
-  let word = "";
-  do {
-    word += SYLLABLES[n % SYLLABLES.length];
-    n = Math.floor(n / SYLLABLES.length);
-  } while (n > 0);
-  return word;
-}
-/** 50,000 words whose frequencies follow Zipf's law (the word of rank r is used ∝ 1/r), as natural text does. */
-const VOCABULARY = 50_000;
-const word = (rank: number) => (rank < COMMON.length ? (COMMON[rank] as string) : tailWord(rank));
-const harmonic = (() => {
-  const cumulative = new Float64Array(VOCABULARY);
-  let sum = 0;
-  for (let r = 0; r < VOCABULARY; r++) {
-    sum += 1 / (r + 1);
-    cumulative[r] = sum;
-  }
-  return cumulative.map((c) => c / sum);
-})();
-function zipfRank(rand: () => number): number {
-  const x = rand();
-  let lo = 0;
-  let hi = VOCABULARY - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if ((harmonic[mid] as number) < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-/** A chat message of 3 to 40 words (mostly short), capitalised and punctuated. */
-function sentence(rand: () => number): string {
-  const length = 3 + Math.floor(rand() ** 2 * 38);
-  const words: string[] = [];
-  for (let i = 0; i < length; i++) words.push(word(zipfRank(rand)));
-  const text = words.join(" ");
-  return `${text.charAt(0).toUpperCase()}${text.slice(1)}${rand() < 0.3 ? "?" : "."}`;
-}
 
 // ---------------------------------------------------------------- the seeded file
 
@@ -138,10 +84,10 @@ async function seedFile(path: string): Promise<void> {
     for (let seq = 1; seq <= count; seq++) {
       const message: TranscriptMessage =
         seq % 2 === 1
-          ? { role: "user", content: sentence(rand), ts: now - DAY + seq }
+          ? { role: "user", content: chatSentence(rand), ts: now - DAY + seq }
           : {
               role: "assistant",
-              content: sentence(rand),
+              content: chatSentence(rand),
               ts: now - DAY + seq,
               runId: `run-${s}-${seq >> 1}`,
             };
@@ -184,7 +130,7 @@ function queryWords(db: Database.Database, count: number): { words: string[]; hi
   const words: string[] = [];
   const hits: number[] = [];
   while (words.length < count) {
-    const w = word(300 + Math.floor(rand() * 4_700));
+    const w = chatWord(300 + Math.floor(rand() * 4_700));
     if (words.includes(w)) continue;
     words.push(w);
     const term = searchTerms(w)[0];
