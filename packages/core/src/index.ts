@@ -16,6 +16,7 @@ export { silentLogger } from "./logger.js";
 export * from "./protocol.js";
 export * from "./queue-mode.js";
 export { formatIssuePath, toSessionsError } from "./schema-errors.js";
+export * from "./search.js";
 export * from "./send-policy.js";
 export * from "./tool-names.js";
 export * from "./tools.js";

@@ -21,7 +21,7 @@ export const LIMITS = {
   extraSystemPrompt: 64 * 1024,
   /** Session labels, set or filtered on. */
   label: 200,
-  /** The free-text `search` filter of `sessions.list`. */
+  /** The free-text `search` filter of `sessions.list`, and the `query` of `sessions.search` and `sessions_list`. */
   search: 200,
   /** Items in `keys` or `runIds` of one `sessions.subscribe` / `sessions.unsubscribe` call. */
   subscriptions: 256,

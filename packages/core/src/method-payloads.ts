@@ -80,6 +80,45 @@ export const SessionsListPayloadSchema = z.looseObject({
   sessions: z.array(GatewayRowSchema),
 });
 
+/** A message that matched a search: where it is, who wrote it, and a snippet with the matching words' ranges. */
+export const SearchMessageSchema = z.looseObject({
+  seq: z.number(),
+  role: z.string(),
+  ts: z.number().optional(),
+  /** At most 160 characters around the first match (`…` where cut), whitespace collapsed. */
+  snippet: z.string(),
+  /** `[start, end)` ranges of `snippet` (UTF-16 code units) that matched the query. */
+  highlights: z.array(z.tuple([z.number(), z.number()])),
+});
+/** A message that matched a search. */
+export type SearchMessagePayload = z.infer<typeof SearchMessageSchema>;
+
+/** One session a search found: its list row, its score, and its best-matching messages (best first). */
+export const SessionSearchResultSchema = z.looseObject({
+  key: z.string(),
+  /** Higher ranks first; 1 or more when the key, label or display name matched. Comparable within one search only. */
+  score: z.number(),
+  /** How many of its messages matched. */
+  matchedMessages: z.number(),
+  messages: z.array(SearchMessageSchema),
+  session: GatewayRowSchema,
+});
+/** One session a search found. */
+export type SessionSearchResultPayload = z.infer<typeof SessionSearchResultSchema>;
+
+/** `sessions.search` payload: one page of results, best first, and where the next page starts. */
+export const SessionsSearchPayloadSchema = z.looseObject({
+  ts: z.number(),
+  count: z.number(),
+  hasMore: z.boolean(),
+  nextOffset: z.number().nullable(),
+  /** The words are in more messages than a search ranks (20,000): the results come from the most recent sessions. */
+  truncated: z.boolean(),
+  results: z.array(SessionSearchResultSchema),
+});
+/** `sessions.search` payload. */
+export type SessionsSearchPayload = z.infer<typeof SessionsSearchPayloadSchema>;
+
 /** One outbox record: target, text, status, attempts and receipt. */
 export const DeliveryRecordSchema = z.looseObject({
   id: z.string(),
@@ -220,6 +259,7 @@ export const SubscriptionPayloadSchema = z.looseObject({
 /** Every wire method's payload schema, by method name (loose: servers may add fields). */
 export const METHOD_PAYLOADS = {
   "sessions.list": SessionsListPayloadSchema,
+  "sessions.search": SessionsSearchPayloadSchema,
   "sessions.resolve": z.looseObject({ ok: z.literal(true), key: z.string(), agentId: z.string().optional() }),
   // The entry is the session's list row (ours: with `key`; OpenClaw's entry has none).
   "sessions.patch": z.looseObject({

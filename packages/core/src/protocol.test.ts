@@ -55,6 +55,7 @@ const jsonOf = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unre
 
 const BASE: Record<GatewayMethodName, Json> = {
   "sessions.list": {},
+  "sessions.search": { query: "deploy" },
   "sessions.resolve": {},
   "sessions.patch": { key: "main" },
   "sessions.delete": { key: "main" },
@@ -88,6 +89,10 @@ const CASES: readonly Case[] = [
   ["sessions.list", "search", "search"],
   ["sessions.list", "kinds", "kinds", "main"],
   ["sessions.list", "cursor", "cursor"],
+  ["sessions.search", "query", "search"],
+  ["sessions.search", "agentId", "id"],
+  ["sessions.search", "kinds", "kinds", "main"],
+  ["sessions.search", "requesterKey", "key"],
   ["sessions.resolve", "key", "key"],
   ["sessions.resolve", "sessionId", "id"],
   ["sessions.resolve", "label", "label"],

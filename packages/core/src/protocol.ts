@@ -208,6 +208,27 @@ export const SessionsListMethodParams = z.strictObject({
   includeArchived: z.boolean().optional(),
 });
 
+/**
+ * `sessions.search` params (ours): sessions whose transcript, key, label or display name match `query`, best first,
+ * paged by `offset`. With `requesterKey`, as that session's tools would see them: sessions it may not see never match.
+ */
+export const SessionsSearchMethodParams = z.strictObject({
+  query: z.string().max(LIMITS.search),
+  limit: z.int().min(1).max(100).optional(),
+  offset: z.int().min(0).max(10_000).optional(),
+  /** Best-matching messages shown per session (default 1). */
+  messagesPerSession: z.int().min(1).max(10).optional(),
+  agentId: z.string().trim().min(1).max(LIMITS.id).optional(),
+  kinds: z
+    .array(z.enum(["main", "group", "cron", "hook", "node", "other"]))
+    .max(LIMITS.kinds)
+    .optional(),
+  activeMinutes: z.int().min(1).optional(),
+  includeArchived: z.boolean().optional(),
+  requesterKey: optionalKey,
+  sandboxed: z.boolean().optional(),
+});
+
 /** `sessions.resolve` params: a key, a sessionId or a label. */
 export const SessionsResolveMethodParams = z.strictObject({
   key: optionalKey,
@@ -357,6 +378,7 @@ export const SessionsSubscribeMethodParams = z.strictObject({
 /** Every wire method's params schema, by method name. */
 export const METHOD_PARAMS = {
   "sessions.list": SessionsListMethodParams,
+  "sessions.search": SessionsSearchMethodParams,
   "sessions.resolve": SessionsResolveMethodParams,
   "sessions.patch": SessionsPatchMethodParams,
   "sessions.delete": SessionsDeleteMethodParams,

@@ -49,6 +49,8 @@ describe("sessionTools contracts", () => {
     const samples: [(typeof SESSION_TOOL_NAMES)[number], unknown][] = [
       ["sessions_list", {}],
       ["sessions_list", { kinds: ["main", "group"], limit: 10, activeMinutes: 5, messageLimit: 3 }],
+      ["sessions_list", { query: 'deploy "prod" OR NEAR(', limit: 5 }],
+      ["sessions_list", { query: 3 }],
       ["sessions_list", { kinds: ["bogus"] }],
       ["sessions_list", { limit: 1.5 }],
       ["sessions_list", { activeMinutes: 0 }],
@@ -161,6 +163,7 @@ type LimitCase = [tool: (typeof SESSION_TOOL_NAMES)[number], field: string, limi
 /** Every string and array parameter of every tool, with its documented maximum (`item` marks an array). */
 const LIMIT_CASES: readonly LimitCase[] = [
   ["sessions_list", "kinds", "kinds", "main"],
+  ["sessions_list", "query", "search"],
   ["sessions_history", "sessionKey", "key"],
   ["sessions_history", "deliveryId", "id"],
   ["sessions_send", "sessionKey", "key"],

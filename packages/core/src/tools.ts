@@ -114,6 +114,8 @@ export const SessionRowSchema = z.object({
   deliveryContext: DeliveryContextSchema.optional(),
   transcriptPath: z.string().optional(),
   messages: z.array(TranscriptMessageSchema).optional(),
+  /** With `query`: the session's best-matching message, its matching words marked `«like this»`. */
+  match: z.object({ seq: z.int(), role: z.string(), snippet: z.string() }).optional(),
 });
 /** A `sessions_list` row, as an agent sees it. */
 export type SessionRow = z.infer<typeof SessionRowSchema>;
@@ -187,6 +189,13 @@ export const SessionsListParams = z.strictObject({
     .default(0)
     .transform(clamp(0, 20))
     .describe("Attach the last N messages of each session, tool results removed (default 0, max 20)."),
+  query: z
+    .string()
+    .max(LIMITS.search)
+    .optional()
+    .describe(
+      "Search: only sessions whose messages, key, label or display name contain all these words (a word of 3+ characters also finds longer words it starts), best match first; each row gets `match`, its best-matching message with the words «marked».",
+    ),
 });
 
 /** `sessions_list` result: `{ count, sessions }`. */
@@ -460,7 +469,7 @@ function contract<N extends SessionToolName>(
 export const sessionTools: { readonly [N in SessionToolName]: SessionToolContract<N> } = {
   sessions_list: contract(
     "sessions_list",
-    "List the chat sessions you can see (newest first): key, kind, channel, label, last update. Filter by kinds or recent activity; optionally include the last few messages of each.",
+    "List the chat sessions you can see (newest first): key, kind, channel, label, last update. Filter by kinds or recent activity; optionally include the last few messages of each. With query, search them instead: the sessions whose transcript, key or label contain those words, best match first, each with the matching snippet.",
     SessionsListParams,
     SessionsListResult,
   ),

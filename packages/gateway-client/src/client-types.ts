@@ -114,6 +114,15 @@ export interface GatewayClient {
       params?: MethodParams<"sessions.list">,
       options?: RequestOptions,
     ): Promise<MethodPayload<"sessions.list">>;
+    /**
+     * `sessions.search` (ours): sessions whose transcript, key, label or display name contain the words of `query`,
+     * best first, each with its best-matching messages (snippets with the matches' ranges), paged by `offset`. With
+     * `requesterKey`, only the sessions that session's tools may see.
+     */
+    search(
+      params: MethodParams<"sessions.search">,
+      options?: RequestOptions,
+    ): Promise<MethodPayload<"sessions.search">>;
     /** `sessions.resolve`: the one session matching a key, sessionId or label. */
     resolve(
       params: MethodParams<"sessions.resolve">,

@@ -12,6 +12,7 @@ export function wireMethods(request: Call, subscriptions: Subscriptions): WireMe
   return {
     sessions: {
       list: (params, opts) => request("sessions.list", params ?? {}, opts),
+      search: (params, opts) => request("sessions.search", params, opts),
       resolve: (params, opts) => request("sessions.resolve", params, opts),
       patch: (params, opts) => request("sessions.patch", params, opts),
       delete: (params, opts) => request("sessions.delete", params, opts),

@@ -67,6 +67,14 @@ describe("two processes over the wire", () => {
       runIds: [],
     });
     expect(await call("sessions.list", () => client.sessions.list())).toMatchObject({ count: 1 });
+    const found = await call("sessions.search", () => client.sessions.search({ query: "ECHO two" }));
+    expect(found).toMatchObject({
+      count: 1,
+      hasMore: false,
+      results: [{ key: "agent:main:main", matchedMessages: 1, messages: [{ seq: 4, role: "assistant" }] }],
+    });
+    const [best] = found.results[0]?.messages ?? [];
+    expect(best?.highlights.map(([from, to]) => best.snippet.slice(from, to))).toEqual(["echo", "two"]);
     expect(
       await call("sessions.patch", () => client.sessions.patch({ key: "main", label: "home" })),
     ).toMatchObject({ entry: { label: "home" } });

@@ -285,6 +285,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     call,
     sessions: {
       list: (params) => call("sessions.list", params) as ReturnType<Gateway["sessions"]["list"]>,
+      search: (params) => call("sessions.search", params) as ReturnType<Gateway["sessions"]["search"]>,
       resolve: (params) => call("sessions.resolve", params) as ReturnType<Gateway["sessions"]["resolve"]>,
       patch: (params) => call("sessions.patch", params) as ReturnType<Gateway["sessions"]["patch"]>,
       delete: (params) => call("sessions.delete", params) as ReturnType<Gateway["sessions"]["delete"]>,

@@ -21,7 +21,14 @@ import type { LifecycleHooks } from "./lifecycle.js";
 import type { RecordingSink } from "./runner/recording.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type { GatewayServer, ListenOptions } from "./server/listen.js";
-import type { DeliveryRecord, RunKind, RunRecord, SessionStore, StoredMessage } from "./store/types.js";
+import type {
+  DeliveryRecord,
+  RunKind,
+  RunRecord,
+  SearchMessageMatch,
+  SessionStore,
+  StoredMessage,
+} from "./store/types.js";
 
 /**
  * The public shape of a gateway: its options, the object `createGateway` returns, its events and payloads.
@@ -106,6 +113,11 @@ export interface Gateway {
   sessions: {
     /** `sessions.list`: one page of sessions, newest first; or by key (`sortBy: "key"`), walked with `cursor`. */
     list(params?: MethodParams<"sessions.list">): Promise<SessionsListPayload>;
+    /**
+     * `sessions.search`: sessions whose transcript, key, label or display name match `query`, best first, paged by
+     * `offset`; with `requesterKey`, only those that session's tools may see.
+     */
+    search(params: MethodParams<"sessions.search">): Promise<SessionsSearchPayload>;
     /** `sessions.resolve`: the one session matching a key, sessionId or label. */
     resolve(params: MethodParams<"sessions.resolve">): Promise<{ ok: true; key: string; agentId: string }>;
     /** `entry`: the patched session's list row (the same `kind` as `sessions.list`). */
@@ -284,6 +296,28 @@ export interface SessionsListPayload {
   /** With `sortBy: "key"`: the `cursor` of the next page, `null` on the last. */
   nextCursor?: string | null | undefined;
   sessions: GatewayRow[];
+}
+
+/** One session `sessions.search` found: its list row, score and best-matching messages (best first). */
+export interface SessionSearchResult {
+  key: string;
+  /** Higher ranks first; 1 or more when the key, label or display name matched. Comparable within one search only. */
+  score: number;
+  /** How many of its messages matched. */
+  matchedMessages: number;
+  messages: SearchMessageMatch[];
+  session: GatewayRow;
+}
+
+/** `sessions.search` payload: one page of results, best first; `nextOffset` for the next. */
+export interface SessionsSearchPayload {
+  ts: number;
+  count: number;
+  hasMore: boolean;
+  nextOffset: number | null;
+  /** The words are in more messages than a search ranks (20,000): the results come from the most recent sessions. */
+  truncated: boolean;
+  results: SessionSearchResult[];
 }
 
 /** A transcript message on the wire: `ts`/`seq`, and the same as `timestamp`/`__openclaw.seq` for OpenClaw readers. */

@@ -24,7 +24,9 @@ export type {
   HistoryWireMessage,
   RunTree,
   RunTreeNode,
+  SessionSearchResult,
   SessionsListPayload,
+  SessionsSearchPayload,
   WaitResult,
 } from "./gateway.js";
 export type { DeliveryAttemptInfo, LifecycleHooks, RunDraft, ToolCallInfo } from "./lifecycle.js";

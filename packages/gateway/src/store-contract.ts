@@ -10,5 +10,6 @@
  */
 export { binding, delivery, entry, run } from "./store/contract-records.js";
 export { describeRunUnitsContract } from "./store/run-units.contract.js";
+export { describeSearchContract } from "./store/search.contract.js";
 export { describeStoreContract } from "./store/store.contract.js";
 export { describeUnitOfWorkContract } from "./store/store-units.contract.js";

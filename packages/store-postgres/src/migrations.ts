@@ -1,6 +1,7 @@
 import { SessionsError } from "@sessions/core";
 import type pg from "pg";
 import { HAS_ROOT, ROOT_OF_RUN } from "./operations.js";
+import { SESSION_SEARCH_TEXT, searchVector } from "./search.js";
 
 /** One step of the schema; `up` runs in its own transaction together with its row in `schema_migrations`. */
 export interface Migration {
@@ -290,6 +291,29 @@ END
 $$;
 `;
 
+// Full-text search (see search.ts). A message's searched text (`searchableText` of @sessions/core) is read from its
+// JSON text by an immutable function, stored as a generated tsvector (so every write path, the run_start and run_end
+// functions too, keeps it in step without a change) and indexed with GIN. Escaped NULs and lone surrogates, which
+// Postgres's JSON cannot read, become spaces first (an escape is one after an even number of backslashes).
+const UNREADABLE_ESCAPE = String.raw`'(?<!\\)((?:\\\\)*)\\u(?:0000|[dD][89abcdefABCDEF][0-9a-fA-F]{2})'`;
+const VERSION_4 = (s: string) => `
+CREATE FUNCTION ${s}.message_search_text(doc text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE
+    WHEN j->>'role' IN ('toolResult', 'tool') THEN NULL
+    WHEN json_typeof(j->'content') = 'string' THEN j->>'content'
+    WHEN json_typeof(j->'content') = 'array' THEN (
+      SELECT string_agg(p.value->>'text', chr(10) ORDER BY p.i)
+      FROM json_array_elements(j->'content') WITH ORDINALITY AS p(value, i)
+      WHERE json_typeof(p.value) = 'object' AND p.value->>'type' = 'text' AND json_typeof(p.value->'text') = 'string')
+  END
+  FROM (SELECT regexp_replace(doc, ${UNREADABLE_ESCAPE}, '\\1 ', 'g')::json AS j) d
+$$;
+ALTER TABLE ${s}.messages ADD COLUMN search tsvector
+  GENERATED ALWAYS AS (${searchVector(`coalesce(${s}.message_search_text(data), '')`)}) STORED;
+CREATE INDEX messages_search ON ${s}.messages USING gin (search);
+CREATE INDEX entries_search ON ${s}.entries USING gin ((${SESSION_SEARCH_TEXT}));
+`;
+
 /** Every schema version in order. Append only: a released migration never changes. */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -307,6 +331,12 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 3,
     description: "the runs of a tree by their root (runs_root)",
     up: (s) => `CREATE INDEX runs_root ON ${s}.runs (${ROOT_OF_RUN}) WHERE ${HAS_ROOT};`,
+  },
+  {
+    version: 4,
+    description:
+      "full-text search of transcripts and session keys, labels and display names (messages.search, GIN)",
+    up: VERSION_4,
   },
 ];
 

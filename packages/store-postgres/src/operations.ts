@@ -13,6 +13,7 @@ import type {
   ThreadBindingRecord,
 } from "@sessions/gateway";
 import { deliveriesQuery, entriesQuery, subagentsQuery } from "./lists.js";
+import { createSearchOperations } from "./search.js";
 import type { Db } from "./units.js";
 
 type DataRow = { data: string };
@@ -70,6 +71,7 @@ export const ATOMIC_OPS = new Set([
  * connection (then reads and writes of one record take that record's lock) or the pool.
  */
 export function createOperations(s: string) {
+  const search = createSearchOperations(s);
   const deliveryColumns = "data, lease_owner, lease_until";
   const deliveryParams = (r: DeliveryRecord) => [
     r.id,
@@ -144,6 +146,8 @@ export function createOperations(s: string) {
       const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.entries`);
       return rows[0]?.n ?? 0;
     },
+    searchSessions: search.searchSessions,
+    listAgentIds: search.listAgentIds,
 
     async appendMessage(db: Db, sessionKey: string, message: TranscriptMessage): Promise<StoredMessage> {
       await db.lock(lockName.session(sessionKey));

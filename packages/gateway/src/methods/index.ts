@@ -7,6 +7,7 @@ import { deliveryMethods } from "./deliveries.js";
 import { connectionOnly } from "./params.js";
 import { runMethods } from "./runs.js";
 import { sessionMethods } from "./sessions.js";
+import { sessionSearchMethods } from "./sessions-search.js";
 import { toolMethods } from "./tools.js";
 
 type Method = (ctx: GatewayContext, params: unknown) => Promise<unknown>;
@@ -14,6 +15,7 @@ type Method = (ctx: GatewayContext, params: unknown) => Promise<unknown>;
 /** The wire's dispatch table: every method of docs/protocol.md, one file per family. */
 export const methods: Readonly<Record<GatewayMethodName, Method>> = {
   ...sessionMethods,
+  ...sessionSearchMethods,
   ...chatMethods,
   ...agentMethods,
   ...runMethods,

@@ -46,7 +46,7 @@ const PATCHABLE = [
 ] as const;
 
 /** A `sessions.list` row as operators see it (docs/protocol.md). */
-function gatewayRow(entry: StoredEntry): GatewayRow {
+export function gatewayRow(entry: StoredEntry): GatewayRow {
   const kind =
     entry.key === "global"
       ? "global"

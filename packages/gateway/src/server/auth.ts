@@ -46,6 +46,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 const METHOD_SCOPE: Readonly<Record<string, "operator.read" | "operator.write" | "operator.admin">> = {
   "sessions.list": "operator.read",
   "sessions.resolve": "operator.read",
+  "sessions.search": "operator.read",
   "chat.history": "operator.read",
   "agent.wait": "operator.read",
   "agents.list": "operator.read",

@@ -1,3 +1,4 @@
+import { searchInMemory } from "./memory-search.js";
 import type {
   AcquireLease,
   AcquireLeaseResult,
@@ -154,6 +155,12 @@ export function createMemoryStore(): SessionStore {
     },
     countEntries() {
       return entries.size;
+    },
+    searchSessions(query) {
+      return searchInMemory(entries, transcripts, query);
+    },
+    listAgentIds() {
+      return [...new Set([...entries.values()].map((e) => e.agentId))];
     },
     appendMessage(sessionKey, message) {
       let list = transcripts.get(sessionKey);

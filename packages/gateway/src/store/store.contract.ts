@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { delivery, entry, run } from "./contract-records.js";
 import { describeKeyWalkContract } from "./key-walks.contract.js";
 import { describeRunUnitsContract } from "./run-units.contract.js";
+import { describeSearchContract } from "./search.contract.js";
 import { describeFencingContract } from "./store-fencing.contract.js";
 import { describeUnitOfWorkContract } from "./store-units.contract.js";
 import type { DeliveryRecord, RunRecord, SessionStore, StoredEntry, SubagentRecord } from "./types.js";
@@ -282,5 +283,6 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
     describeUnitOfWorkContract(open);
     describeFencingContract(open);
     describeRunUnitsContract(open);
+    describeSearchContract(open);
   });
 }

@@ -217,6 +217,75 @@ export interface ListEntriesQuery {
   afterKey?: string | undefined;
 }
 
+/**
+ * What `searchSessions` looks for, and in which sessions. Visibility is part of the query: a session outside
+ * `keys`, `agentIds`, `kinds` (or in `excludeKeys`, or archived) never matches, and is never counted in `hasMore`.
+ */
+export interface SearchSessionsQuery {
+  /**
+   * The user's text. Its words (`searchTerms` of `@sessions/core`: letters and digits, lowercased; any query syntax
+   * is plain text) must all appear in one message, or all in the session's key, label and display name. A word of
+   * 3+ characters also matches longer words it starts. Text without a word matches nothing.
+   */
+  text: string;
+  /** Only these sessions. */
+  keys?: readonly string[] | undefined;
+  /** Only sessions of these agents. */
+  agentIds?: readonly string[] | undefined;
+  kinds?: readonly SessionKind[] | undefined;
+  /** Never these sessions. */
+  excludeKeys?: readonly string[] | undefined;
+  /** Only sessions with `updatedAt >= updatedSince`. */
+  updatedSince?: number | undefined;
+  includeArchived?: boolean | undefined;
+  limit: number;
+  /** Results to skip: the page starts after the first `offset` results. */
+  offset?: number | undefined;
+  /** Best-matching messages returned per session (default 1; 0 for none). */
+  messagesPerSession?: number | undefined;
+  /**
+   * Most matching messages ranked (default `SEARCH_MAX_MESSAGES` of `@sessions/core`: 20,000), which bounds the cost of a query whose words
+   * are in most messages: beyond it, only the messages of the most recent sessions in scope are ranked (newest
+   * first; "recent" as the store can tell cheaply: created on SQLite and in memory, updated on Postgres), and the
+   * page says `truncated`.
+   */
+  maxMessages?: number | undefined;
+}
+
+/** A message that matched a search: its seq, role, time, and a snippet with the matching words' ranges. */
+export interface SearchMessageMatch {
+  seq: number;
+  role: string;
+  ts?: number | undefined;
+  /** At most 160 characters around the first match (`searchSnippet` of `@sessions/core`). */
+  snippet: string;
+  /** `[start, end)` ranges of `snippet` that matched. */
+  highlights: [number, number][];
+}
+
+/** One session a search found. */
+export interface SessionSearchHit {
+  entry: StoredEntry;
+  /**
+   * Higher ranks first (ties: newer `updatedAt`, then key). `1 +` when the key, label or display name matched, plus
+   * the best message's relevance mapped into [0, 1) (the store's own measure: BM25, `ts_rank`). Comparable within
+   * one search only.
+   */
+  score: number;
+  /** How many of its messages matched (of those ranked). */
+  matchedMessages: number;
+  /** Its best-matching messages, best first (newer first on ties), at most `messagesPerSession`. */
+  messages: SearchMessageMatch[];
+}
+
+/** One page of a search: the hits, best first, and whether more follow. */
+export interface SessionSearchPage {
+  hits: SessionSearchHit[];
+  hasMore: boolean;
+  /** More messages in scope matched than were ranked (`maxMessages`): the hits come from the most recent ones. */
+  truncated: boolean;
+}
+
 /** Filters of `listDeliveries`. */
 export interface ListDeliveriesQuery {
   sessionKey?: string | undefined;
@@ -280,6 +349,10 @@ export interface StoreOps {
   listEntries(query: ListEntriesQuery): Promise<StoredEntry[]>;
   /** How many sessions are stored. */
   countEntries(): Promise<number>;
+  /** Sessions matching a search, best first, one page (see `SearchSessionsQuery`). */
+  searchSessions(query: SearchSessionsQuery): Promise<SessionSearchPage>;
+  /** The agent ids of stored sessions (archived ones too), each once, in no particular order. */
+  listAgentIds(): Promise<string[]>;
 
   /** Appends and returns the message with its sequence number. */
   appendMessage(sessionKey: string, message: TranscriptMessage): Promise<StoredMessage>;

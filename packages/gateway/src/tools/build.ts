@@ -6,6 +6,7 @@ import type { RunRecord } from "../store/types.js";
 import { agentsListTool } from "./agents.js";
 import { historyTool } from "./history.js";
 import { listTool } from "./list.js";
+import { searchListTool } from "./list-search.js";
 import { sendTool } from "./send.js";
 import { spawnTool } from "./spawn.js";
 import { allowedToolNames, type ToolContext, toolNotAllowed } from "./tool-context.js";
@@ -81,8 +82,10 @@ export async function executeTool(
 ): Promise<unknown> {
   if (!allowedToolNames(ctx, tool).has(name)) return toolNotAllowed(name);
   switch (name) {
-    case "sessions_list":
-      return listTool(ctx, tool, parseToolParams("sessions_list", raw));
+    case "sessions_list": {
+      const params = parseToolParams("sessions_list", raw);
+      return params.query === undefined ? listTool(ctx, tool, params) : searchListTool(ctx, tool, params);
+    }
     case "sessions_history":
       return historyTool(ctx, tool, parseToolParams("sessions_history", raw));
     case "sessions_send":

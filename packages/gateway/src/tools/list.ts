@@ -29,7 +29,7 @@ const ROW_FIELDS = [
 ] as const;
 
 /** A `sessions_list` row as the requester sees it (SPEC 4). */
-function rowFor(
+export function rowFor(
   ctx: Pick<GatewayContext, "config" | "store" | "channels">,
   tool: ToolContext,
   entry: StoredEntry,
@@ -71,7 +71,7 @@ function rowFor(
 }
 
 /** Agents whose sessions "all" can show, when that set is finite: the filter then runs in the store. */
-function visibleAgentIds(ctx: Pick<GatewayContext, "config">, agentId: string): string[] | undefined {
+export function visibleAgentIds(ctx: Pick<GatewayContext, "config">, agentId: string): string[] | undefined {
   const a2a = ctx.config.tools.agentToAgent;
   if (!a2a.enabled) return [agentId];
   if (a2a.allow.length === 0 || a2a.allow.some((pattern) => pattern.includes("*"))) return undefined;

@@ -15,6 +15,7 @@ import type {
   ThreadBindingRecord,
 } from "../types.js";
 import type { SyncStoreOps } from "../unit-of-work.js";
+import { createSqliteSearch } from "./search.js";
 import type { ListStatements, Statements } from "./statements.js";
 import { copyJson } from "./transcript-tails.js";
 import type { WriteLog, WriteMethod } from "./unit-hooks.js";
@@ -102,6 +103,7 @@ export function createSqliteOperations(
   const { emit } = events;
   const s = writer === undefined ? statements : loggingWrites(statements, writer.log);
   const cache = writer === undefined ? undefined : new WriterCache();
+  const search = createSqliteSearch(db);
   const lastSeq = (sessionKey: string): number => {
     const cached = cache?.lastSeq(sessionKey);
     if (cached !== undefined) return cached;
@@ -200,6 +202,8 @@ export function createSqliteOperations(
       return parseAll<StoredEntry>(stmt.all(...params) as Row[]);
     },
     countEntries: () => (s.countEntries.get() as { n: number }).n,
+    searchSessions: (query) => search.searchSessions(query),
+    listAgentIds: () => search.listAgentIds(),
     appendMessage: (sessionKey, message) => append(sessionKey, message),
     readMessages(sessionKey, { limit, beforeSeq }) {
       const rows = s.readMessages.all(
@@ -361,5 +365,5 @@ export function createSqliteOperations(
   /** The connection's state moved back (rollback): what the cache holds may be gone. */
   const reset = () => cache?.clear();
 
-  return { core, leases, tail, reset };
+  return { core, leases, tail, reset, searchStatements: search.size };
 }

@@ -53,7 +53,7 @@ export function openReader(file: string, tails: TranscriptTails, entries: Commit
         getEntry,
         lendMessages,
       } as Reader["ops"],
-      statementCount: () => Object.keys(s).length + lists.size(),
+      statementCount: () => Object.keys(s).length + lists.size() + ops.searchStatements(),
       close: () => db.close(),
     };
   } catch (error) {

@@ -99,6 +99,76 @@ function ensureFollowUpPending(db: Database.Database): void {
   );
 }
 
+// Version 4: full-text search. Part of a released migration once shipped: never change it, add a migration instead.
+// Both indexes are contentless (the text stays in messages.data and entries only) and keyed by a small number per
+// session key (search_keys.id): a message is row `id << 32 | seq`, a session's key, label and display name row `id`.
+// Triggers keep them in step with every write of the two tables, in the writer's own transaction.
+const SEARCH_TOKENIZER = `tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M* Cn'"`;
+/** The searched text of a message (`searchableText` of @sessions/core) from its JSON in column `data` of `row`. */
+const messageText = (row: string) => `CASE WHEN json_valid(${row}.data) THEN
+    CASE WHEN json_extract(${row}.data, '$.role') IN ('toolResult', 'tool') THEN NULL
+      WHEN json_type(${row}.data, '$.content') = 'text' THEN json_extract(${row}.data, '$.content')
+      WHEN json_type(${row}.data, '$.content') = 'array' THEN (
+        SELECT group_concat(json_extract(p.value, '$.text'), char(10)) FROM json_each(${row}.data, '$.content') AS p
+        WHERE json_extract(p.value, '$.type') = 'text' AND json_type(p.value, '$.text') = 'text')
+    END
+  END`;
+/** The searched text of a session (`searchableSessionText` of @sessions/core): key without `agent:<id>:`, label, display name. */
+const sessionText = (
+  row: string,
+) => `CASE WHEN substr(${row}.key, 1, 6) = 'agent:' AND instr(substr(${row}.key, 7), ':') > 0
+    THEN substr(${row}.key, 7 + instr(substr(${row}.key, 7), ':')) ELSE ${row}.key END
+    || ' ' || coalesce(${row}.label, '') || ' ' || coalesce(${row}.display_name, '')`;
+const messageRow = (row: string) =>
+  `(SELECT (id << 32) + ${row}.seq FROM search_keys WHERE key = ${row}.session_key)`;
+const indexMessage = (row: string) => `INSERT INTO messages_search (rowid, text)
+    SELECT (k.id << 32) + ${row}.seq, t.text FROM search_keys k, (SELECT ${messageText(row)} AS text) t
+    WHERE k.key = ${row}.session_key AND ${row}.seq BETWEEN 0 AND 4294967295 AND t.text <> ''`;
+const indexSession = (row: string) => `INSERT INTO entries_search (rowid, text)
+    SELECT k.id, ${sessionText(row)} FROM search_keys k WHERE k.key = ${row}.key`;
+const VERSION_4 = `
+CREATE TABLE search_keys (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE messages_search USING fts5(text, content = '', contentless_delete = 1, ${SEARCH_TOKENIZER});
+CREATE VIRTUAL TABLE entries_search USING fts5(text, content = '', contentless_delete = 1, ${SEARCH_TOKENIZER});
+
+CREATE TRIGGER messages_search_insert AFTER INSERT ON messages BEGIN
+  INSERT OR IGNORE INTO search_keys (key) VALUES (new.session_key);
+  ${indexMessage("new")};
+END;
+CREATE TRIGGER messages_search_delete AFTER DELETE ON messages BEGIN
+  DELETE FROM messages_search WHERE rowid = ${messageRow("old")};
+END;
+CREATE TRIGGER messages_search_update AFTER UPDATE ON messages BEGIN
+  DELETE FROM messages_search WHERE rowid = ${messageRow("old")};
+  INSERT OR IGNORE INTO search_keys (key) VALUES (new.session_key);
+  ${indexMessage("new")};
+END;
+
+CREATE TRIGGER entries_search_insert AFTER INSERT ON entries BEGIN
+  INSERT OR IGNORE INTO search_keys (key) VALUES (new.key);
+  ${indexSession("new")};
+END;
+CREATE TRIGGER entries_search_delete AFTER DELETE ON entries BEGIN
+  DELETE FROM entries_search WHERE rowid = (SELECT id FROM search_keys WHERE key = old.key);
+END;
+-- Most writes of an entry set only updated_at and data: they leave the index alone.
+CREATE TRIGGER entries_search_update AFTER UPDATE OF key, label, display_name ON entries
+  WHEN old.key IS NOT new.key OR old.label IS NOT new.label OR old.display_name IS NOT new.display_name BEGIN
+  DELETE FROM entries_search WHERE rowid = (SELECT id FROM search_keys WHERE key = old.key);
+  INSERT OR IGNORE INTO search_keys (key) VALUES (new.key);
+  ${indexSession("new")};
+END;
+
+INSERT OR IGNORE INTO search_keys (key) SELECT key FROM entries;
+INSERT OR IGNORE INTO search_keys (key) SELECT DISTINCT session_key FROM messages;
+INSERT INTO entries_search (rowid, text) SELECT k.id, ${sessionText("e")} FROM entries e JOIN search_keys k ON k.key = e.key;
+INSERT INTO messages_search (rowid, text)
+  SELECT id, text FROM (
+    SELECT (k.id << 32) + m.seq AS id, ${messageText("m")} AS text FROM messages m JOIN search_keys k ON k.key = m.session_key
+    WHERE m.seq BETWEEN 0 AND 4294967295)
+  WHERE text <> '';
+`;
+
 /** Every schema version in order. Append only: a released migration never changes. */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -138,6 +208,13 @@ export const MIGRATIONS: readonly Migration[] = [
         UPDATE runs SET root_run_id = json_extract(data, '$.rootRunId') WHERE data LIKE '%"rootRunId"%';
         CREATE INDEX runs_root ON runs (root_run_id) WHERE root_run_id IS NOT NULL;
       `);
+    },
+  },
+  {
+    version: 4,
+    description: "full-text search of transcripts and session keys, labels and display names (FTS5)",
+    up(db) {
+      db.exec(VERSION_4);
     },
   },
 ];

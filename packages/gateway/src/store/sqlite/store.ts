@@ -182,7 +182,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
             .catch(() => undefined);
         });
       }
-      const statementCount = () => Object.keys(s).length + lists.size() + (reader?.statementCount() ?? 0);
+      const statementCount = () =>
+        Object.keys(s).length + lists.size() + ops.searchStatements() + (reader?.statementCount() ?? 0);
       const history = {
         lendMessages(key: string, options: { limit: number; beforeSeq?: number | undefined }): LentMessages {
           const read = core.readMessages(key, options);
