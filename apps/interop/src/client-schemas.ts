@@ -1,4 +1,4 @@
-import { EventFrameSchema, type GatewayMethodName, METHOD_PAYLOADS } from "@sessions/core";
+import { EVENT_PAYLOADS, EventFrameSchema, type GatewayMethodName, METHOD_PAYLOADS } from "@sessions/core";
 
 /** What a zod schema's `safeParse` answers, as much of it as these checks read. */
 interface Parser {
@@ -21,7 +21,14 @@ export function payloadViolations(method: GatewayMethodName, payload: unknown): 
   return issues(METHOD_PAYLOADS[method], payload);
 }
 
-/** Violations of the client's event frame schema. */
+/** Violations of the client's event frame schema, and of its payload schema for the events it types (`chat`, `agent`). */
 export function eventViolations(frame: unknown): string[] {
-  return issues(EventFrameSchema, frame);
+  const framing = issues(EventFrameSchema, frame);
+  const { event, payload } = frame as { event?: unknown; payload?: unknown };
+  const typed = typeof event === "string" && Object.hasOwn(EVENT_PAYLOADS, event);
+  if (!typed) return framing;
+  return [
+    ...framing,
+    ...issues(EVENT_PAYLOADS[event as keyof typeof EVENT_PAYLOADS], payload).map((i) => `payload.${i}`),
+  ];
 }

@@ -8,6 +8,7 @@ export { createChunkSender, type SendChunk } from "./chunk-sender.js";
 export * from "./config.js";
 export * from "./delivery.js";
 export * from "./errors.js";
+export * from "./event-payloads.js";
 export { compileGlob, type GlobMatcher } from "./glob.js";
 export * from "./keys.js";
 export * from "./limits.js";
