@@ -5,6 +5,7 @@ import { type RecordedTurn, readRecording } from "./recording.js";
 /** A tool as the replay calls it: the part of a gateway's `RunnerTool` it needs. */
 export interface ReplayTool {
   name: string;
+  /** Runs the tool, as the gateway bound it to the run's session. */
   execute(params: unknown): Promise<unknown>;
 }
 
@@ -22,11 +23,13 @@ export interface ReplayRequest {
   input: { content: unknown };
   system: string[];
   tools: readonly ReplayTool[];
+  /** Reports progress to the gateway (its `chat` and `agent` events, the transcript's tool messages). */
   emit(event: ReplayEvent): void;
 }
 
 /** A runner (`AgentRunner` of `@sessions/gateway`) that plays a recording back, and what it found. */
 export interface ReplayRunner {
+  /** Answers one turn the gateway asks for from the recording (`AgentRunner.run`). */
   run(request: ReplayRequest): Promise<{ reply?: string | undefined; usage?: RecordedTurn["usage"] }>;
   /** Every way the live exchange left the recording so far, one readable entry each. */
   readonly divergences: readonly string[];
