@@ -171,3 +171,62 @@ export function markSnippet(snippet: SearchSnippet): string {
   }
   return out + snippet.text.slice(at);
 }
+
+/** What a store reads of a search query to bound its work (`searchSessions` in `@sessions/gateway`'s contract). */
+export interface SearchQueryBounds {
+  text: string;
+  keys?: readonly string[] | undefined;
+  agentIds?: readonly string[] | undefined;
+  kinds?: readonly string[] | undefined;
+  limit: number;
+  offset?: number | undefined;
+  messagesPerSession?: number | undefined;
+  maxMessages?: number | undefined;
+}
+
+/**
+ * A search query's terms and bounds as every store applies them: whole numbers, never negative, the defaults filled
+ * in (one message per session, at most `SEARCH_MAX_MESSAGES` ranked). `none`: it cannot match anything (no term, or
+ * a scope list given empty).
+ */
+export function searchBounds(query: SearchQueryBounds): {
+  terms: SearchTerm[];
+  none: boolean;
+  limit: number;
+  offset: number;
+  perSession: number;
+  cap: number;
+} {
+  const terms = searchTerms(query.text);
+  const whole = (n: number) => Math.max(0, Math.floor(n));
+  return {
+    terms,
+    none: terms.length === 0 || [query.keys, query.agentIds, query.kinds].some((list) => list?.length === 0),
+    limit: whole(query.limit),
+    offset: whole(query.offset ?? 0),
+    perSession: whole(query.messagesPerSession ?? 1),
+    cap: whole(query.maxMessages ?? SEARCH_MAX_MESSAGES),
+  };
+}
+
+/** A matching message as a search hit shows it: where it is, who wrote it, and its snippet with the words marked. */
+export function searchMessageMatch(
+  message: { seq: number; role: string; ts?: unknown },
+  text: string,
+  terms: readonly SearchTerm[],
+): {
+  seq: number;
+  role: string;
+  ts?: number;
+  snippet: string;
+  highlights: SearchSnippet["highlights"];
+} {
+  const snippet = searchSnippet(text, terms);
+  return {
+    seq: message.seq,
+    role: message.role,
+    ...(typeof message.ts === "number" ? { ts: message.ts } : {}),
+    snippet: snippet.text,
+    highlights: snippet.highlights,
+  };
+}

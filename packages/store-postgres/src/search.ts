@@ -1,8 +1,8 @@
 import {
-  SEARCH_MAX_MESSAGES,
   type SearchTerm,
   searchableText,
-  searchSnippet,
+  searchBounds,
+  searchMessageMatch,
   searchTerms,
 } from "@sessions/core";
 import type {
@@ -52,16 +52,8 @@ type HitRow = {
 };
 type MessageRow = { key: string; seq: string; data: string };
 
-const messageMatch = (message: StoredMessage, terms: readonly SearchTerm[]): SearchMessageMatch => {
-  const snippet = searchSnippet(searchableText(message) ?? "", terms);
-  return {
-    seq: message.seq,
-    role: message.role,
-    ...(typeof message.ts === "number" ? { ts: message.ts } : {}),
-    snippet: snippet.text,
-    highlights: snippet.highlights,
-  };
-};
+const messageMatch = (message: StoredMessage, terms: readonly SearchTerm[]): SearchMessageMatch =>
+  searchMessageMatch(message, searchableText(message) ?? "", terms);
 
 /** `searchSessions` and `listAgentIds` on the tables of schema `s` (quoted). */
 export function createSearchOperations(s: string) {
@@ -109,13 +101,8 @@ export function createSearchOperations(s: string) {
 
   return {
     async searchSessions(db: Db, query: SearchSessionsQuery): Promise<SessionSearchPage> {
-      const terms = searchTerms(query.text);
-      const empty = [query.keys, query.agentIds, query.kinds].some((list) => list?.length === 0);
-      if (terms.length === 0 || empty) return { hits: [], hasMore: false, truncated: false };
-      const limit = Math.max(0, Math.floor(query.limit));
-      const offset = Math.max(0, Math.floor(query.offset ?? 0));
-      const perSession = Math.max(0, Math.floor(query.messagesPerSession ?? 1));
-      const cap = Math.max(0, Math.floor(query.maxMessages ?? SEARCH_MAX_MESSAGES));
+      const { terms, none, limit, offset, perSession, cap } = searchBounds(query);
+      if (none) return { hits: [], hasMore: false, truncated: false };
       const match = tsQuery(terms);
       const { text, probe, values } = hitsQuery(query, match, cap, limit, offset);
       const rows = (await db.query<HitRow>(text, values)).rows;

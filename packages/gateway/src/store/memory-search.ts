@@ -1,14 +1,13 @@
 import {
   matchesTerm,
-  SEARCH_MAX_MESSAGES,
   type SearchTerm,
   searchableSessionText,
   searchableText,
-  searchTerms,
+  searchBounds,
+  searchMessageMatch,
   searchWords,
   textMatches,
 } from "@sessions/core";
-import { messageMatch } from "./search-match.js";
 import type {
   SearchSessionsQuery,
   SessionSearchHit,
@@ -51,9 +50,8 @@ export function searchInMemory(
   transcripts: ReadonlyMap<string, readonly StoredMessage[]>,
   query: SearchSessionsQuery,
 ): SessionSearchPage {
-  const terms = searchTerms(query.text);
-  if (terms.length === 0) return { hits: [], hasMore: false, truncated: false };
-  const cap = Math.max(0, Math.floor(query.maxMessages ?? SEARCH_MAX_MESSAGES));
+  const { terms, none, limit, offset, perSession, cap } = searchBounds(query);
+  if (none) return { hits: [], hasMore: false, truncated: false };
   let total = 0;
   let words = 0;
   const df = terms.map(() => 0);
@@ -120,13 +118,10 @@ export function searchInMemory(
       b.entry.updatedAt - a.entry.updatedAt ||
       (a.entry.key < b.entry.key ? -1 : a.entry.key > b.entry.key ? 1 : 0),
   );
-  const offset = Math.max(0, Math.floor(query.offset ?? 0));
-  const limit = Math.max(0, Math.floor(query.limit));
-  const perSession = Math.max(0, Math.floor(query.messagesPerSession ?? 1));
   const page = hits.slice(offset, offset + limit).map(({ best, ...hit }) => ({
     ...hit,
     entry: structuredClone(hit.entry),
-    messages: best.slice(0, perSession).map(({ doc }) => messageMatch(doc.message, doc.text, terms)),
+    messages: best.slice(0, perSession).map(({ doc }) => searchMessageMatch(doc.message, doc.text, terms)),
   }));
   return { hits: page, hasMore: hits.length > offset + limit, truncated };
 }

@@ -30,7 +30,9 @@ export interface ReplayRequest {
 /** A runner (`AgentRunner` of `@sessions/gateway`) that plays a recording back, and what it found. */
 export interface ReplayRunner {
   /** Answers one turn the gateway asks for from the recording (`AgentRunner.run`). */
-  run(request: ReplayRequest): Promise<{ reply?: string | undefined; usage?: RecordedTurn["usage"] }>;
+  run(
+    request: ReplayRequest,
+  ): Promise<{ reply?: string | undefined; usage?: RecordedTurn["usage"] | undefined }>;
   /** Every way the live exchange left the recording so far, one readable entry each. */
   readonly divergences: readonly string[];
   /**

@@ -1,6 +1,5 @@
-import { SEARCH_MAX_MESSAGES, type SearchTerm, searchableText, searchTerms } from "@sessions/core";
+import { type SearchTerm, searchableText, searchBounds, searchMessageMatch } from "@sessions/core";
 import type Database from "better-sqlite3";
-import { messageMatch } from "../search-match.js";
 import type {
   SearchSessionsQuery,
   SessionSearchHit,
@@ -160,7 +159,7 @@ export function createSqliteSearch(db: Database.Database) {
         const stored = read.get(found.key, seq) as { data: string } | undefined;
         if (stored === undefined) return [];
         const message = JSON.parse(stored.data) as StoredMessage;
-        return [messageMatch({ ...message, seq }, searchableText(message) ?? "", terms)];
+        return [searchMessageMatch({ ...message, seq }, searchableText(message) ?? "", terms)];
       }),
     };
   }
@@ -169,13 +168,8 @@ export function createSqliteSearch(db: Database.Database) {
     /** Prepared statements held now (for the store's statement count). */
     size: () => cache.size + fixed.size,
     searchSessions(query: SearchSessionsQuery): SessionSearchPage {
-      const terms = searchTerms(query.text);
-      const empty = [query.keys, query.agentIds, query.kinds].some((list) => list?.length === 0);
-      if (terms.length === 0 || empty) return { hits: [], hasMore: false, truncated: false };
-      const limit = Math.max(0, Math.floor(query.limit));
-      const offset = Math.max(0, Math.floor(query.offset ?? 0));
-      const perSession = Math.max(0, Math.floor(query.messagesPerSession ?? 1));
-      const cap = Math.max(0, Math.floor(query.maxMessages ?? SEARCH_MAX_MESSAGES));
+      const { terms, none, limit, offset, perSession, cap } = searchBounds(query);
+      if (none) return { hits: [], hasMore: false, truncated: false };
       const { sql, params } = matchesQuery(query);
       const rows = statement(sql).all({ ...params, match: ftsQuery(terms), cap }) as MatchRow[];
       const { found, truncated } = rank(rows, cap);
