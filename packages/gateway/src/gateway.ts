@@ -1,4 +1,5 @@
 import type {
+  BudgetStatus,
   ChatType,
   DeliveryContext,
   GatewayMethodName,
@@ -77,6 +78,8 @@ export interface WaitResult {
   reply?: string | undefined;
   /** The run that took this run's message and answers it (queue modes): wait on that one for the reply. */
   mergedInto?: string | undefined;
+  /** The run's tree has a budget: its limits, what the tree's runs have spent and what is left (`agent.wait`). */
+  budget?: BudgetStatus | undefined;
 }
 
 /** A session tool (or an extra tool) bound to a requester, as `gateway.tools` returns it. */
@@ -272,6 +275,8 @@ export interface RunTree {
   rootRunId: string;
   runs: RunTreeNode[];
   truncated: boolean;
+  /** The tree has a budget: its limits, what all its runs have spent and what is left. */
+  budget?: BudgetStatus | undefined;
 }
 
 /** `sessions.list` payload: one page of rows, `nextOffset` for the next (and `nextCursor` with `sortBy: "key"`). */
