@@ -1,4 +1,5 @@
 import type {
+  Budget,
   BudgetStatus,
   ChatType,
   DeliveryContext,
@@ -212,6 +213,8 @@ export interface GatewayRow {
   sendPolicy?: "allow" | "deny" | undefined;
   /** The session's own queue mode (set with `sessions.patch` or `/queue`), when it has one. */
   queueMode?: QueueMode | undefined;
+  /** The session's own budget for the trees its users' messages start (`sessions.patch`). */
+  budget?: Budget | undefined;
   /** The session's own visibility override (set with `sessions.patch`), when it has one. */
   visibility?: Visibility | undefined;
   model?: string | undefined;

@@ -127,7 +127,7 @@ export function RunTreeView({
       )}
       {tree === undefined && !error && <p class="muted">Loading…</p>}
       {tree?.budget && (
-        <p class="small budget" aria-label="Budget">
+        <p class="small budget" data-budget="">
           Budget: {budgetLine(tree.budget)}
         </p>
       )}
