@@ -213,6 +213,93 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
     });
   });
 
+  it("refuses a sessions_send of a spent tree with the typed result, recorded as a guard of the calling run", async () => {
+    const agent: ScriptedAgent = async (turn) => {
+      if (turn.sessionKey === B) return "noted";
+      if (turn.text !== "go") return "hello";
+      const first = await turn.callTool<Refusal>("sessions_send", {
+        sessionKey: B,
+        message: "one",
+        timeoutSeconds: 0,
+      });
+      const second = await turn.callTool<Refusal>("sessions_send", {
+        sessionKey: B,
+        message: "two",
+        timeoutSeconds: 0,
+      });
+      return `${first.status}, ${second.status} ${second.code ?? ""}`;
+    };
+    h = await harness(kind, { main: agent }, { config: deepTrees() });
+    await h.gateway.agent({ sessionKey: B, message: "hi", idempotencyKey: "hi" });
+    const events: GatewayEvent[] = [];
+    h.gateway.subscribe((event) => events.push(event));
+    const { runId } = await h.gateway.agent({ message: "go", idempotencyKey: "k", budget: { runs: 2 } });
+    expect((await h.gateway.agentWait({ runId, timeoutMs: 60_000 })).reply).toBe(
+      "accepted, forbidden budget_exceeded",
+    );
+    const refusal = (await toolResults(h, MAIN)).find((r) => r.code === "budget_exceeded");
+    expect(refusal).toMatchObject({
+      status: "forbidden",
+      limit: 2,
+      chain: [MAIN, B],
+      budget: { limits: { runs: 2 }, spent: { runs: 2 }, left: { runs: 0 } },
+    });
+    expect(refusal?.error).toMatch(/^sessions_send refused: this request's budget is spent \(runs 2 of 2\)/);
+    expect((await h.store.getRun(runId))?.guards).toEqual([
+      { code: "budget_exceeded", tool: "sessions_send", limit: 2, chain: [MAIN, B] },
+    ]);
+    expect(events.find((e) => e.type === "agent" && e.stream === "guard")).toMatchObject({
+      runId,
+      data: { code: "budget_exceeded", limit: 2 },
+    });
+  });
+
+  it("tells a delivering request's target when the budget's deadline stopped its run", async () => {
+    h = await harness(
+      kind,
+      {
+        main: async (turn) => {
+          await turn.sleep(3_600_000);
+          return "never";
+        },
+      },
+      { config: deepTrees() },
+    );
+    const key = "agent:main:chat:group:dev";
+    await h.store.putEntry({
+      key,
+      sessionId: "s-dev",
+      agentId: "main",
+      kind: "group",
+      createdAt: 1,
+      updatedAt: 1,
+      deliveryContext: { channel: "chat", to: "group:dev" },
+    });
+    const sent = await h.gateway.chat.send({
+      sessionKey: key,
+      message: "think hard",
+      idempotencyKey: "k",
+      deliver: true,
+      timeoutMs: 3_600_000,
+      budget: { seconds: 5 },
+    });
+    await eventually(async () => expect((await h.store.getRun(sent.runId))?.status).toBe("running"));
+    h.clock.advance(5_000);
+    const waited = await h.gateway.agentWait({ runId: sent.runId, timeoutMs: 60_000 });
+    expect(waited).toMatchObject({ status: "timeout", budget: { left: { seconds: 0 } } });
+    expect(waited.error).toMatch(/^run stopped at its request's budget deadline/);
+    await eventually(() =>
+      expect(h.channel.sent).toMatchObject([
+        {
+          target: { channel: "chat", to: "group:dev" },
+          message: {
+            text: expect.stringMatching(/^Stopped: this request's budget is spent \(deadline .* passed\)\.$/),
+          },
+        },
+      ]),
+    );
+  });
+
   it("takes the budget from the request, else the session, else the agent, else the defaults", async () => {
     h = await harness(
       kind,
