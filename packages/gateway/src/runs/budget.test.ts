@@ -319,6 +319,17 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
     };
     const a = await h.gateway.agent({ message: "1", idempotencyKey: "a" });
     expect(await budgetOf(a.runId)).toEqual({ runs: 9 });
+    // A message from an adapter takes its session's, agent's or the default budget too.
+    const inbound = await h.gateway.receive({
+      channel: "chat",
+      chatType: "group",
+      peerId: "ops",
+      senderId: "sam",
+      to: "group:ops",
+      text: "hi",
+      agentId: "ops",
+    });
+    expect(await budgetOf(inbound.runId as string)).toEqual({ runs: 3 });
     const b = await h.gateway.agent({ message: "1", idempotencyKey: "b", agentId: "ops" });
     expect(await budgetOf(b.runId)).toEqual({ runs: 3 });
     const patched = await h.gateway.sessions.patch({ key: b.sessionKey, budget: { runs: 4, tokens: 500 } });
