@@ -271,6 +271,24 @@ describe("operating a gateway from the console in Chromium", () => {
     const refused = tree.getByRole("list", { name: `Refused calls of ${nag.runId}` });
     await expect.poll(() => refused.textContent()).toMatch(/loop\s*sessions_send refused \(limit 2\)/);
     await expect(refused.textContent()).resolves.toContain(`${MAIN} → ${OPS}`);
+
+    // A request with a budget: its tree says what it spent and what is left.
+    const budgeted = await demo.gateway.agent({
+      sessionKey: MAIN,
+      message: "hello",
+      idempotencyKey: "budgeted-hello",
+      budget: { runs: 9 },
+    });
+    await demo.gateway.agentWait({ runId: budgeted.runId, timeoutMs: 60_000 });
+    await page.getByLabel("Run id", { exact: true }).fill(budgeted.runId);
+    await page.getByRole("button", { name: "Show tree", exact: true }).click();
+    await expect
+      .poll(async () => {
+        const spent = (await demo.gateway.runs.tree({ runId: budgeted.runId })).runs.length;
+        const shown = await page.locator(".run-tree .budget").textContent();
+        return shown === `Budget: runs ${spent} of 9 (${9 - spent} left)`;
+      })
+      .toBe(true);
     await page.getByRole("button", { name: "Close", exact: true }).click();
     await tree.waitFor({ state: "detached" });
   });

@@ -9,7 +9,7 @@ import {
   type ShownMessage,
   textOf,
 } from "../ui/src/lib/messages.js";
-import { buildRunTree, type TreeNode } from "../ui/src/lib/run-tree.js";
+import { budgetLine, buildRunTree, type TreeNode } from "../ui/src/lib/run-tree.js";
 import { buildTree, describeRow, NO_FILTERS, type SessionNode } from "../ui/src/lib/sessions.js";
 import { webchatKey } from "../ui/src/lib/webchat-key.js";
 
@@ -247,5 +247,26 @@ describe("run trees", () => {
     expect(roots.map((r) => r.run.runId)).toEqual(["root", "orphan"]);
     expect(roots[0]?.subtree).toEqual({ runs: 3, inputTokens: 160, outputTokens: 3, costUsd: 0.16 });
     expect(roots[0]?.children[0]?.children.map((c) => c.run.runId)).toEqual(["turn"]);
+  });
+});
+
+describe("a run tree's budget", () => {
+  it("shows each limit the budget has as spent of limit and what is left", () => {
+    expect(
+      budgetLine({
+        limits: { runs: 5, costUsd: 0.5, deadlineAt: Date.UTC(2026, 0, 1) },
+        spent: { runs: 3, tokens: 900, costUsd: 0.125 },
+        left: { runs: 2, costUsd: 0.375, seconds: 40 },
+      }),
+    ).toBe(
+      "runs 3 of 5 (2 left) · cost $0.125 of $0.5 ($0.375 left) · deadline 2026-01-01T00:00:00.000Z (40 s left)",
+    );
+    expect(
+      budgetLine({
+        limits: { tokens: 100 },
+        spent: { runs: 1, tokens: 150, costUsd: 0 },
+        left: { tokens: 0 },
+      }),
+    ).toBe("tokens 150 of 100 (0 left)");
   });
 });

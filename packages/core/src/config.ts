@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
 import { DEFAULT_MAX_HOPS, resolvePingPongTurns } from "./agent-to-agent.js";
+import { BudgetSchema } from "./budget.js";
 import { normalizeChannelId } from "./channels.js";
 import { DM_SCOPES, normalizeAccountId, normalizeAgentId } from "./keys.js";
 import { QUEUE_MODES } from "./queue-mode.js";
@@ -83,6 +84,8 @@ export const AgentConfigSchema = z.strictObject({
   maxHops: z.int().min(1).max(100).optional(),
   /** What this agent's sessions do with a message that arrives while they are busy (default: the agents' default). */
   queueMode: choice(QUEUE_MODES).optional(),
+  /** The budget of the agent trees this agent's sessions start (default: the agents' default; see `BudgetSchema`). */
+  budget: BudgetSchema.optional(),
   subagents: z
     .strictObject({
       allowAgents: z.array(z.string().trim().min(1)).default([]),
@@ -154,6 +157,8 @@ export const SessionsConfigSchema = z
             model: z.string().trim().min(1).optional(),
             /** What a busy session does with a user's message (`followup` when unset). */
             queueMode: choice(QUEUE_MODES).optional(),
+            /** The budget of every agent tree a user's request starts, unless its request, session or agent has one. */
+            budget: BudgetSchema.optional(),
             subagents: SubagentDefaultsSchema.prefault({}),
             sandbox: z
               .strictObject({ sessionToolsVisibility: choice(["spawned", "all"]).default("spawned") })

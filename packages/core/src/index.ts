@@ -2,6 +2,7 @@ export * from "./access.js";
 export * from "./adapter.js";
 export * from "./agent-to-agent.js";
 export * from "./announce.js";
+export * from "./budget.js";
 export * from "./channels.js";
 export { chunkMessage } from "./chunk.js";
 export { createChunkSender, type SendChunk } from "./chunk-sender.js";

@@ -1,6 +1,7 @@
 // The payloads of the wire methods (loose: servers may add fields).
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
+import { BudgetSchema, BudgetStatusSchema } from "./budget.js";
 import type { GatewayMethodName } from "./protocol.js";
 import { QUEUE_MODES } from "./queue-mode.js";
 
@@ -38,6 +39,8 @@ export const GatewayRowSchema = z.looseObject({
   sendPolicy: z.enum(["allow", "deny"]).optional(),
   /** The session's own queue mode, when it has one (`sessions.patch`, `/queue`). */
   queueMode: z.enum(QUEUE_MODES).optional(),
+  /** The session's own budget for the trees its users' messages start, when it has one (`sessions.patch`). */
+  budget: BudgetSchema.optional(),
   visibility: z.enum(ROW_VISIBILITIES).optional(),
   model: z.string().optional(),
   contextTokens: z.number().optional(),
@@ -168,6 +171,8 @@ export const AgentWaitPayloadSchema = z.looseObject({
   reply: z.string().optional(),
   /** The run that took this run's message and answers it (queue modes `collect`, `interrupt`, `steer`). */
   mergedInto: z.string().optional(),
+  /** The run's tree has a budget: its limits, what the tree's runs have spent and what is left. */
+  budget: BudgetStatusSchema.optional(),
 });
 /** `agent.wait` payload. */
 export type AgentWaitPayload = z.infer<typeof AgentWaitPayloadSchema>;
@@ -243,6 +248,8 @@ export const RunTreePayloadSchema = z.looseObject({
   rootRunId: z.string(),
   runs: z.array(RunTreeNodeSchema),
   truncated: z.boolean(),
+  /** The tree has a budget: its limits, what all its runs have spent and what is left. */
+  budget: BudgetStatusSchema.optional(),
 });
 /** `runs.tree` payload. */
 export type RunTreePayload = z.infer<typeof RunTreePayloadSchema>;

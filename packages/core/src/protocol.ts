@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
+import { BudgetSchema } from "./budget.js";
 import { SessionsError } from "./errors.js";
 import { DM_SCOPES, type DmScope } from "./keys.js";
 import { LIMITS } from "./limits.js";
@@ -245,6 +246,8 @@ export const SessionsPatchMethodParams = z.strictObject({
   sendPolicy: z.enum(["allow", "deny"]).nullable().optional(),
   /** What the session does with a user's message while it is busy (`null` clears it: the agent's mode applies). */
   queueMode: z.enum(QUEUE_MODES).nullable().optional(),
+  /** The budget of the trees this session's users' messages start (`null` clears it: the agent's budget applies). */
+  budget: BudgetSchema.nullable().optional(),
   /** What this session's own session tools may see; overrides `tools.sessions.visibility` (sandbox clamps still apply). */
   visibility: z.enum(VISIBILITIES).nullable().optional(),
   model: idText.nullable().optional(),
@@ -275,6 +278,8 @@ export const ChatSendMethodParams = z.strictObject({
   timeoutMs: z.int().min(0).optional(),
   /** Ours: the W3C trace context the run tree continues (it becomes part of the caller's trace). */
   traceparent: traceparentParam.optional(),
+  /** Ours: the budget every run of the tree this message starts draws from (wins over the session's and agent's). */
+  budget: BudgetSchema.optional(),
 });
 
 /** `chat.abort` params. */
@@ -307,6 +312,8 @@ export const AgentMethodParams = z.strictObject({
   timeout: z.number().min(0).optional(),
   /** Ours: the W3C trace context the run tree continues (it becomes part of the caller's trace). */
   traceparent: traceparentParam.optional(),
+  /** Ours: the budget every run of the tree this message starts draws from (wins over the session's and agent's). */
+  budget: BudgetSchema.optional(),
 });
 
 /** `agent.wait` params (`timeoutMs` default 30,000). */

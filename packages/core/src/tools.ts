@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BudgetSchema, BudgetStatusSchema } from "./budget.js";
 import { describeValue, SessionsError } from "./errors.js";
 import { CHAT_TYPES, normalizeAgentId, SESSION_KINDS } from "./keys.js";
 import { LIMITS } from "./limits.js";
@@ -148,6 +149,8 @@ export const SessionEntrySchema = z.object({
   sendPolicy: z.enum(["allow", "deny"]).optional(),
   /** This session's own queue mode (`sessions.patch`, `/queue`); wins over its agent's. */
   queueMode: z.enum(QUEUE_MODES).optional(),
+  /** This session's own budget for the trees its users' messages start (`sessions.patch`); wins over its agent's. */
+  budget: BudgetSchema.optional(),
   spawnedBy: z.string().optional(),
   spawnDepth: z.number().optional(),
   archivedAt: z.number().optional(),
@@ -167,6 +170,9 @@ const guardFields = {
     .array(z.string())
     .optional()
     .describe("The sessions the request went through, from the first to the one it would reach."),
+  budget: BudgetStatusSchema.optional().describe(
+    "code budget_exceeded: the tree's budget — its limits, what its runs have spent and what is left.",
+  ),
 };
 
 // ---------------------------------------------------------------- sessions_list

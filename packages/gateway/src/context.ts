@@ -95,6 +95,8 @@ export interface ClusterRuntime {
   laneLease(sessionKey: string): AcquireLease;
   /** Gives back a lane a run's start took for a run that was not created after all. */
   giveLane(sessionKey: string): Promise<void>;
+  /** Runs a short `task` holding the lease `name` across the cluster (one gateway at a time). */
+  exclusive<T>(name: string, task: () => Promise<T>): Promise<T>;
 }
 
 /** Per-key locks for read-modify-write steps the store's transactions do not cover (they span adapter calls). */
@@ -102,6 +104,8 @@ export interface Locks {
   readonly bindings: Lanes;
   readonly idempotency: Lanes;
   readonly spawns: Lanes;
+  /** One run start at a time per budgeted tree (its root's id), so that its budget is drawn atomically. */
+  readonly budgets: Lanes;
 }
 
 /**

@@ -143,7 +143,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       onAttempt: (record, attempt) => lifecycle.emit("deliveryAttempted", record, attempt),
     }),
     runs: new RunTable(config.agents.defaults.subagents.maxConcurrent),
-    locks: { bindings: new Lanes(), idempotency: new Lanes(), spawns: new Lanes() },
+    locks: { bindings: new Lanes(), idempotency: new Lanes(), spawns: new Lanes(), budgets: new Lanes() },
     tasks,
     timers: {
       archive: createDeadlineTimer(clock, () => void tasks.track(sweepArchive(ctx))),

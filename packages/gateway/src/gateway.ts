@@ -1,4 +1,6 @@
 import type {
+  Budget,
+  BudgetStatus,
   ChatType,
   DeliveryContext,
   GatewayMethodName,
@@ -84,6 +86,8 @@ export interface WaitResult {
   reply?: string | undefined;
   /** The run that took this run's message and answers it (queue modes): wait on that one for the reply. */
   mergedInto?: string | undefined;
+  /** The run's tree has a budget: its limits, what the tree's runs have spent and what is left (`agent.wait`). */
+  budget?: BudgetStatus | undefined;
 }
 
 /** A session tool (or an extra tool) bound to a requester, as `gateway.tools` returns it. */
@@ -221,6 +225,8 @@ export interface GatewayRow {
   sendPolicy?: "allow" | "deny" | undefined;
   /** The session's own queue mode (set with `sessions.patch` or `/queue`), when it has one. */
   queueMode?: QueueMode | undefined;
+  /** The session's own budget for the trees its users' messages start (`sessions.patch`). */
+  budget?: Budget | undefined;
   /** The session's own visibility override (set with `sessions.patch`), when it has one. */
   visibility?: Visibility | undefined;
   model?: string | undefined;
@@ -284,6 +290,8 @@ export interface RunTree {
   rootRunId: string;
   runs: RunTreeNode[];
   truncated: boolean;
+  /** The tree has a budget: its limits, what all its runs have spent and what is left. */
+  budget?: BudgetStatus | undefined;
 }
 
 /** `sessions.list` payload: one page of rows, `nextOffset` for the next (and `nextCursor` with `sortBy: "key"`). */

@@ -51,8 +51,21 @@ export class RunAborted extends Error {
 
 /** A run that hit its `timeoutMs`. */
 export class RunTimeout extends Error {
-  constructor(readonly seconds: number) {
-    super(`run timed out after ${seconds}s`);
+  constructor(
+    readonly seconds: number,
+    message = `run timed out after ${seconds}s`,
+  ) {
+    super(message);
+  }
+}
+
+/** A run stopped at its tree's budget deadline (it ends `timeout`, and its reply target is told so). */
+export class BudgetDeadline extends RunTimeout {
+  constructor(
+    seconds: number,
+    readonly deadlineAt: number,
+  ) {
+    super(seconds, `run stopped at its request's budget deadline (${new Date(deadlineAt).toISOString()})`);
   }
 }
 

@@ -1,6 +1,7 @@
 import { isAnnounceSkip, isReplySkip, resolveAnnounceTarget } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { LifecycleHooks } from "../lifecycle.js";
+import { BudgetExceeded, deadlineNotice, isBudgetExceeded, stoppedAtDeadline } from "../runs/budget.js";
 import { causedBy } from "../runs/cause.js";
 import { runAndWait } from "../runs/run-and-wait.js";
 import { channelFor } from "../sessions/entries.js";
@@ -31,6 +32,9 @@ export async function agentToAgentFlow(ctx: GatewayContext, primary: RunRecord):
       followUp.request,
       primary,
     );
+  } else if (stoppedAtDeadline(primary)) {
+    // Stopped by its tree's budget: where the announce would have gone is told so.
+    await announceNotice(ctx, primary, deadlineNotice(primary));
   } else {
     // No reply-back and no announce: the receipt the sender holds says why.
     await ctx.outbox.enqueue({
@@ -67,22 +71,29 @@ async function replyBackAndAnnounce(
       const fromChannel = toRequester ? targetChannel : requesterChannel;
       const speakerEntry = await store.getEntry(speaker);
       if (speakerEntry === undefined) break;
-      const run = await runAndWait(ctx, {
-        sessionKey: speaker,
-        kind: "ping_pong",
-        ...causedBy(primary, { kind: "follow_up", runId: primary.runId, step: "reply_back", turn }),
-        input: {
-          role: "user",
-          content: latest,
-          ts: clock.now(),
-          provenance: interSession(from, fromChannel, "sessions_send", primary.hops),
-        },
-        system: [
-          agentToAgentContext(from, fromChannel, speaker),
-          `Reply-back turn ${turn} of at most ${maxTurns}. Reply REPLY_SKIP to end the conversation.`,
-        ],
-        tools: toolContextFor(ctx, speakerEntry, speaker, false),
-      });
+      const run = await budgeted(
+        runAndWait(ctx, {
+          sessionKey: speaker,
+          kind: "ping_pong",
+          ...causedBy(primary, { kind: "follow_up", runId: primary.runId, step: "reply_back", turn }),
+          input: {
+            role: "user",
+            content: latest,
+            ts: clock.now(),
+            provenance: interSession(from, fromChannel, "sessions_send", primary.hops),
+          },
+          system: [
+            agentToAgentContext(from, fromChannel, speaker),
+            `Reply-back turn ${turn} of at most ${maxTurns}. Reply REPLY_SKIP to end the conversation.`,
+          ],
+          tools: toolContextFor(ctx, speakerEntry, speaker, false),
+        }),
+      );
+      if (run instanceof BudgetExceeded) {
+        // The tree's budget is spent: no more turns, and no announce either.
+        await announceNotice(ctx, primary, run.notice);
+        return;
+      }
       const reply = run.reply ?? "";
       if (run.status !== "ok" || reply.trim() === "" || isReplySkip(reply)) break;
       latest = reply;
@@ -101,31 +112,37 @@ async function replyBackAndAnnounce(
     });
     return;
   }
-  const announce = await runAndWait(ctx, {
-    sessionKey: targetKey,
-    kind: "announce",
-    ...causedBy(primary, { kind: "follow_up", runId: primary.runId, step: "announce" }),
-    input: {
-      role: "user",
-      content: [
-        "Agent-to-agent announce step.",
-        `Original request from ${requesterKey}:`,
-        request,
-        "",
-        "Round 1 reply:",
-        round1,
-        "",
-        "Latest reply:",
-        latest,
-      ].join("\n"),
-      ts: clock.now(),
-      provenance: interSession(requesterKey, requesterChannel, "sessions_send", primary.hops),
-    },
-    system: [
-      "Announce step: reply ANNOUNCE_SKIP to stay silent; any other reply is posted to this session's channel.",
-    ],
-    tools: null,
-  });
+  const announce = await budgeted(
+    runAndWait(ctx, {
+      sessionKey: targetKey,
+      kind: "announce",
+      ...causedBy(primary, { kind: "follow_up", runId: primary.runId, step: "announce" }),
+      input: {
+        role: "user",
+        content: [
+          "Agent-to-agent announce step.",
+          `Original request from ${requesterKey}:`,
+          request,
+          "",
+          "Round 1 reply:",
+          round1,
+          "",
+          "Latest reply:",
+          latest,
+        ].join("\n"),
+        ts: clock.now(),
+        provenance: interSession(requesterKey, requesterChannel, "sessions_send", primary.hops),
+      },
+      system: [
+        "Announce step: reply ANNOUNCE_SKIP to stay silent; any other reply is posted to this session's channel.",
+      ],
+      tools: null,
+    }),
+  );
+  if (announce instanceof BudgetExceeded) {
+    await announceNotice(ctx, primary, announce.notice);
+    return;
+  }
   // A gateway that is closing leaves the announce to the next start (the run's follow-up stays pending).
   if (ctx.tasks.closed) return;
   const text = announce.reply ?? "";
@@ -141,6 +158,30 @@ async function replyBackAndAnnounce(
     return;
   }
   await ctx.outbox.enqueue({ ...base, target, text });
+}
+
+/** A follow-up run, or the refusal of a tree whose budget is spent. */
+const budgeted = (started: Promise<RunRecord>): Promise<RunRecord | BudgetExceeded> =>
+  started.catch((error: unknown) => {
+    if (isBudgetExceeded(error)) return error;
+    throw error;
+  });
+
+/**
+ * Instead of the announce of a `sessions_send` run whose tree's budget is spent: a notice that says so, posted where
+ * the announce would have gone (the target session's channel), under the announce's id, so the sender's receipt
+ * resolves to it. Without a delivery context it is recorded suppressed with the notice as its reason.
+ */
+async function announceNotice(ctx: GatewayContext, primary: RunRecord, notice: string): Promise<void> {
+  const base = announceDelivery(primary);
+  const entry = await ctx.store.getEntry(primary.sessionKey);
+  const target = entry === undefined ? null : resolveAnnounceTarget(primary.sessionKey, entry);
+  if (target === null) {
+    const nowhere = { channel: await channelFor(ctx, primary.sessionKey), to: "-" };
+    await ctx.outbox.enqueue({ ...base, target: nowhere, text: notice, suppressedReason: notice });
+    return;
+  }
+  await ctx.outbox.enqueue({ ...base, target, text: notice });
 }
 
 /** The announce delivery of a `sessions_send` run: one per run, under the id its sender was given. */

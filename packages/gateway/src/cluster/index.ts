@@ -81,6 +81,7 @@ export function startCluster(
     lane: (sessionKey, task, taken) => lanes.run(sessionKey, task, taken),
     laneLease: (sessionKey) => lanes.lease(sessionKey),
     giveLane: (sessionKey) => lanes.give(sessionKey),
+    exclusive: (name, task) => lanes.exclusive(name, task),
     runCreated: (run) => relay.localRunCreated(run),
     published: (event) => relay.published(event),
     async stop() {

@@ -115,6 +115,18 @@ export function createClusterLanes(deps: {
         if (!released) await store.releaseLease(name, owner).catch(() => false);
       }
     },
+    /**
+     * Runs a short `task` holding the lease `name` (e.g. `budget:<rootRunId>`) across the cluster: waits for it with
+     * backoff like a lane, gives it up at once after. For read-then-write steps the store's units do not cover.
+     */
+    async exclusive<T>(name: string, task: () => Promise<T>): Promise<T> {
+      await acquire(name, name);
+      try {
+        return await task();
+      } finally {
+        await store.releaseLease(name, owner).catch(() => false);
+      }
+    },
     /** A run of `sessionKey` ended somewhere: gateways waiting for its lane try again now. */
     wake(sessionKey: string): void {
       for (const wake of [...(sleepers.get(sessionKey) ?? [])]) wake();

@@ -16,6 +16,7 @@ import {
 import type { DeliveryTarget } from "../adapter.js";
 import { boundSession } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
+import { budgetOf, rootBudget } from "../runs/budget.js";
 import { refuseWhenBusy } from "../runs/queue-modes.js";
 import { startRun } from "../runs/start.js";
 import { kindOf, newEntry, updateEntry } from "../sessions/entries.js";
@@ -160,6 +161,7 @@ export async function receive(ctx: GatewayContext, raw: InboundMessage): Promise
     ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     deliverTo: route,
     userMessage: true,
+    ...budgetOf(rootBudget(ctx, key, entry, undefined, clock.now())),
     tools: toolContextFor(ctx, entry, key, findAgentConfig(config, agentId)?.sandboxed === true),
   });
   announce();

@@ -2,6 +2,7 @@ import { defaultAgentId, normalizeAgentId, type ParsedMethodParams, parseMethodP
 import type { GatewayContext } from "../context.js";
 import { allowedDelivery } from "../delivery/targets.js";
 import type { AgentsListPayload, WaitResult } from "../gateway.js";
+import { budgetOf, rootBudget, runBudgetStatus } from "../runs/budget.js";
 import { agentIdOfKey } from "../runs/key-agent.js";
 import { refuseWhenBusy } from "../runs/queue-modes.js";
 import { startRun } from "../runs/start.js";
@@ -83,18 +84,21 @@ export const agentMethods = {
       ...(p.extraSystemPrompt ? { system: [p.extraSystemPrompt] } : {}),
       tools: toolContextFor(ctx, entry, key, false),
       ...(p.timeout ? { timeoutMs: p.timeout * 1000 } : {}),
+      ...budgetOf(rootBudget(ctx, key, entry, p.budget, ctx.clock.now())),
       ...(provenance === undefined ? { userMessage: true as const } : {}),
     });
     return { ...accepted(run), sessionKey: key };
   },
 
-  "agent.wait"(ctx: GatewayContext, params: unknown): Promise<WaitResult> {
-    try {
-      const p = parseMethodParams("agent.wait", params);
-      return waitRun(ctx, p.runId, p.timeoutMs ?? 30_000);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  /** Waits for the run; a run of a budgeted tree also reports the tree's budget (limits, spent, left). */
+  async "agent.wait"(ctx: GatewayContext, params: unknown): Promise<WaitResult> {
+    const p = parseMethodParams("agent.wait", params);
+    let seen: RunRecord | undefined;
+    const result = await waitRun(ctx, p.runId, p.timeoutMs ?? 30_000, (run) => {
+      seen = run;
+    });
+    const budget = seen === undefined ? undefined : await runBudgetStatus(ctx, seen);
+    return budget === undefined ? result : { ...result, budget };
   },
 
   async "agents.list"(ctx: GatewayContext, params: unknown): Promise<AgentsListPayload> {

@@ -3,6 +3,7 @@ import type { GatewayContext } from "../context.js";
 import { allowedDelivery } from "../delivery/targets.js";
 import type { ChatHistoryPayload, HistoryWireMessage } from "../gateway.js";
 import { abortSessionRuns } from "../runs/abort.js";
+import { budgetOf, rootBudget } from "../runs/budget.js";
 import { refuseWhenBusy } from "../runs/queue-modes.js";
 import { startRun } from "../runs/start.js";
 import { isFinal } from "../runs/wait.js";
@@ -134,6 +135,7 @@ export const chatMethods = {
       ...(deliverTo === undefined ? {} : { deliverTo }),
       tools: toolContextFor(ctx, entry, key, false),
       ...(p.timeoutMs ? { timeoutMs: p.timeoutMs } : {}),
+      ...budgetOf(rootBudget(ctx, key, entry, p.budget, ctx.clock.now())),
       userMessage: true,
     });
     // A concurrent retry with the same key got here second: report the run like a repeat would.

@@ -1,6 +1,7 @@
-import { parseMethodParams, SessionsError } from "@sessions/core";
+import { budgetSpent, budgetStatus, parseMethodParams, SessionsError } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { ActiveRun, RunTree, RunTreeNode } from "../gateway.js";
+import { treeSpent } from "../runs/budget.js";
 import { parentRunId } from "../runs/cause.js";
 import { operatorKey } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
@@ -64,10 +65,17 @@ export const runMethods = {
     );
     const shown = new Set(visible.map((run) => run.runId));
     const byId = new Map(runs.map((run) => [run.runId, run]));
+    // A budgeted tree: what all its runs spent (read again only when this page did not hold them all).
+    const limits = asked.budget;
+    const spent =
+      limits === undefined ? undefined : truncated ? await treeSpent(ctx, rootRunId) : budgetSpent(listed);
     return {
       rootRunId,
       runs: visible.map((run, i) => treeNode(run, parentShown(run, byId, shown), deliveries[i] ?? [])),
       truncated,
+      ...(limits === undefined || spent === undefined
+        ? {}
+        : { budget: budgetStatus(limits, spent, ctx.clock.now()) }),
     };
   },
 

@@ -1,7 +1,10 @@
 import type { RunCause, RunRecord } from "../store/types.js";
 
 /** A run that causes others: its id, its tree and the trace context its children continue. */
-export type CausingRun = Pick<RunRecord, "runId" | "rootRunId" | "traceparent" | "hops" | "sessionKey">;
+export type CausingRun = Pick<
+  RunRecord,
+  "runId" | "rootRunId" | "traceparent" | "hops" | "sessionKey" | "budget"
+>;
 
 /** The run that caused `run` (the one whose tool call or end started it); undefined for a tree's first run. */
 export const parentRunId = (run: Pick<RunRecord, "cause">): string | undefined =>
@@ -13,12 +16,13 @@ export interface ToolCall {
   toolCallId: string;
 }
 
-/** Where a run stands in its tree: its cause, root, depth in messages and the trace it continues. */
+/** Where a run stands in its tree: its cause, root, depth in messages, the trace it continues and its budget. */
 export interface TreePlace {
   cause: RunCause;
   rootRunId?: string;
   hops?: number;
   traceparent?: string;
+  budget?: RunRecord["budget"];
 }
 
 /**
@@ -32,6 +36,7 @@ export function causedBy(parent: CausingRun, cause: RunCause): TreePlace & { roo
     rootRunId: parent.rootRunId ?? parent.runId,
     ...(hops > 0 ? { hops } : {}),
     ...(parent.traceparent === undefined ? {} : { traceparent: parent.traceparent }),
+    ...(parent.budget === undefined ? {} : { budget: parent.budget }),
   };
 }
 

@@ -1,13 +1,14 @@
 import { SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import type { GatewayContext, LaneHold } from "../context.js";
-import { RunAborted, type RunControl, RunTimeout } from "../run-table.js";
+import { BudgetDeadline, RunAborted, type RunControl, RunTimeout } from "../run-table.js";
 import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
 import { type LentMessages, readHistory } from "../store/history.js";
 import { recordRunEnd } from "../store/run-units.js";
 import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
 import { type Absorbed, absorbQueued } from "./absorb.js";
+import { deadlineNotice } from "./budget.js";
 import { sessionQueueMode } from "./queue-modes.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
 import type { RunSpec } from "./spec.js";
@@ -36,6 +37,8 @@ export async function executeRun(
   let usage: RunUsage | undefined;
   // Set when someone else ended the run before it started: its waiters here learn of it all the same.
   let ended: RunRecord | undefined;
+  // Set when the tree's budget deadline stopped the run: its reply target is told so.
+  let budgetStop = false;
   // What the run needs of the store before the runner starts waits out an outage (a database restarting): an
   // accepted run runs once the store is back, rather than end in an error the runner never caused.
   const stored = <T>(read: () => Promise<T>) => untilStored(read, storeOutage(ctx, queued.runId));
@@ -58,10 +61,9 @@ export async function executeRun(
     }
     emitStart(ctx, run);
     ctx.lifecycle.emit("started", run);
-    if (spec.timeoutMs !== undefined && spec.timeoutMs > 0) {
-      const seconds = Math.round(spec.timeoutMs / 1000);
-      timer = clock.setTimeout(() => control.abort(new RunTimeout(seconds)), spec.timeoutMs);
-    }
+    const stop = stopAt(spec.timeoutMs, run.budget?.deadlineAt, clock.now());
+    if (stop !== undefined && stop.inMs === 0) throw stop.reason();
+    if (stop !== undefined) timer = clock.setTimeout(() => control.abort(stop.reason()), stop.inMs);
     const entry = known !== undefined ? known.entry : await stored(() => store.getEntry(spec.sessionKey));
     const mode = run.userMessage === true ? sessionQueueMode(ctx, spec.sessionKey, entry) : "followup";
     let last = input;
@@ -89,8 +91,10 @@ export async function executeRun(
   } catch (error) {
     const reason = control.aborted ? control.reason : error;
     const endedAt = clock.now();
-    if (reason instanceof RunTimeout) run = { ...run, status: "timeout", error: reason.message, endedAt };
-    else if (reason instanceof RunAborted)
+    if (reason instanceof RunTimeout) {
+      run = { ...run, status: "timeout", error: reason.message, endedAt };
+      budgetStop = reason instanceof BudgetDeadline;
+    } else if (reason instanceof RunAborted)
       run = { ...run, status: "aborted", error: reason.message, endedAt };
     else {
       const message = error instanceof Error ? error.message : String(error);
@@ -109,12 +113,30 @@ export async function executeRun(
     }
   }
   if (control.guards.length > 0) run = { ...run, guards: [...control.guards] };
-  run = await recordEnd(ctx, run, usage, lane);
+  run = await recordEnd(ctx, run, usage, lane, budgetStop);
   emitFinal(ctx, run);
   ctx.runs.settle(run);
   // A discarded end leaves the run's follow-up work to the gateway that recovered it.
   ctx.lifecycle.emit("ended", run, !discarded.has(run));
   return run;
+}
+
+/**
+ * When a run is stopped: after its own timeout, or at its tree's budget deadline if that comes first (a run that
+ * starts after the deadline stops at once). Undefined: never.
+ */
+function stopAt(
+  timeoutMs: number | undefined,
+  deadlineAt: number | undefined,
+  now: number,
+): { inMs: number; reason: () => RunTimeout } | undefined {
+  const own = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs : undefined;
+  const seconds = (ms: number) => Math.round(ms / 1000);
+  if (deadlineAt !== undefined && (own === undefined || deadlineAt - now < own)) {
+    const inMs = Math.max(0, deadlineAt - now);
+    return { inMs, reason: () => new BudgetDeadline(seconds(inMs), deadlineAt) };
+  }
+  return own === undefined ? undefined : { inMs: own, reason: () => new RunTimeout(seconds(own)) };
 }
 
 /**
@@ -177,19 +199,22 @@ async function recordEnd(
   run: RunRecord,
   usage: RunUsage | undefined,
   lane: LaneHold | undefined,
+  budgetStop: boolean,
 ): Promise<RunRecord> {
   const now = ctx.clock.now();
   const ok = run.status === "ok";
   const reply = ok && run.reply !== undefined && run.reply.trim() !== "" ? run.reply : undefined;
+  // A run its tree's budget deadline stopped tells its reply target so, rather than leave it in silence.
+  const text = ok ? run.reply : budgetStop ? deadlineNotice(run) : undefined;
   const delivery =
-    ok && run.reply && run.deliverTo?.channel && run.deliverTo.to
+    text && run.deliverTo?.channel && run.deliverTo.to
       ? ctx.outbox.draft({
           idempotencyKey: `reply:${run.runId}`,
           kind: "reply",
           sessionKey: run.sessionKey,
           runId: run.runId,
           target: run.deliverTo as DeliveryTarget,
-          text: run.reply,
+          text,
         })
       : undefined;
   try {

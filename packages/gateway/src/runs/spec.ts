@@ -17,6 +17,8 @@ export interface RunSpec {
   /** How many messages from the tree's first run this one is (see `causedBy`). */
   hops?: number | undefined;
   traceparent?: string | undefined;
+  /** The budget of the run's tree (its root's, copied by `causedBy`); the run starts only if it is not spent. */
+  budget?: RunRecord["budget"];
   input: TranscriptMessage;
   idempotencyKey?: string | undefined;
   deliverTo?: DeliveryContext | undefined;

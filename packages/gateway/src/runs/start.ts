@@ -3,6 +3,7 @@ import type { GatewayContext, LaneHold } from "../context.js";
 import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { AcquireLease, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
+import { drawBudget } from "./budget.js";
 import { executeRun } from "./execute.js";
 import type { RunSpec } from "./spec.js";
 
@@ -14,6 +15,7 @@ import { agentIdOfKey } from "./key-agent.js";
  * Records a run as one unit of work — idempotency check, the input message, the run, the session touched — and
  * queues it on its session's lane. A repeated idempotency key returns the first run (`created: false`): a crash
  * can never leave the message without its run, so a retry after one finds either both or neither.
+ * @throws BudgetExceeded when the run's tree has a budget and it is spent (nothing is recorded).
  */
 export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: RunRecord; created: boolean }> {
   if (ctx.tasks.closed)
@@ -38,9 +40,12 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
     return { run: created.run, created: true };
   };
   // Check-then-create under one lock per key, so concurrent retries of one request make one run.
-  return spec.idempotencyKey === undefined
-    ? create()
-    : ctx.locks.idempotency.run(spec.idempotencyKey, create);
+  const begin = () =>
+    spec.idempotencyKey === undefined ? create() : ctx.locks.idempotency.run(spec.idempotencyKey, create);
+  // A run of a budgeted tree (not its root) starts only if the tree's budget is not spent.
+  return spec.budget !== undefined && spec.rootRunId !== undefined
+    ? drawBudget(ctx, spec.rootRunId, spec.budget, begin)
+    : begin();
 }
 
 /** The head of an idle lane, reserved for a run while it is being recorded. */
@@ -106,6 +111,7 @@ async function record(
   if (spec.rootRunId !== undefined) run.rootRunId = spec.rootRunId;
   if (spec.hops !== undefined && spec.hops > 0) run.hops = spec.hops;
   if (spec.traceparent !== undefined) run.traceparent = spec.traceparent;
+  if (spec.budget !== undefined) run.budget = spec.budget;
   if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
   if (spec.followUp !== undefined) run.followUp = spec.followUp;
   if (spec.userMessage === true) run.userMessage = true;

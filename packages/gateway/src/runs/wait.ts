@@ -25,6 +25,8 @@ export async function waitRun(
   ctx: Pick<GatewayContext, "store" | "runs" | "clock" | "logger">,
   runId: string,
   timeoutMs: number,
+  /** Told the newest record of the run the wait saw (for what the result does not carry, e.g. its budget). */
+  seen?: (run: RunRecord) => void,
 ): Promise<WaitResult> {
   const { store, clock } = ctx;
   // A run this process will end itself needs no read: its end wakes the waiter registered below.
@@ -32,6 +34,7 @@ export async function waitRun(
   const stored = local ?? (await store.getRun(runId));
   if (stored === undefined)
     throw new SessionsError("not_found", `Run not found: ${runId}`, { field: "runId" });
+  seen?.(stored);
   if (isFinal(stored.status)) return toWaitResult(stored);
   return new Promise<WaitResult>((resolve) => {
     let settled = false;
@@ -42,7 +45,10 @@ export async function waitRun(
       remove();
       resolve(result);
     };
-    const remove = ctx.runs.addWaiter(runId, (run) => finish(toWaitResult(run)));
+    const remove = ctx.runs.addWaiter(runId, (run) => {
+      seen?.(run);
+      finish(toWaitResult(run));
+    });
     const timer = clock.setTimeout(
       () =>
         finish({
@@ -57,7 +63,10 @@ export async function waitRun(
     // The run may have ended between the read above and registering.
     store.getRun(runId).then(
       (latest) => {
-        if (latest !== undefined && isFinal(latest.status)) finish(toWaitResult(latest));
+        if (latest !== undefined && isFinal(latest.status)) {
+          seen?.(latest);
+          finish(toWaitResult(latest));
+        }
       },
       (error) => ctx.logger.warn("run re-check failed", { runId, error: String(error) }),
     );

@@ -153,6 +153,29 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
       await store.close();
     });
 
+    it("keeps a tree's budget on its runs and a session's own budget, with the usage a draw adds up", async () => {
+      const store = await open();
+      const budget = { tokens: 5000, costUsd: 0.3, runs: 4, deadlineAt: 1_700_000_060_000 };
+      await store.putRun(run("root", { createdAt: 10, budget, usage: { totalTokens: 120, costUsd: 0.1 } }));
+      await store.putRun(
+        run("child", {
+          createdAt: 20,
+          rootRunId: "root",
+          budget,
+          usage: { inputTokens: 7, outputTokens: 3, costUsd: 0.2 },
+        }),
+      );
+      const tree = await store.listRunTree("root", 10);
+      expect(tree.map((r) => r.budget)).toEqual([budget, budget]);
+      expect(tree.map((r) => r.usage)).toEqual([
+        { totalTokens: 120, costUsd: 0.1 },
+        { inputTokens: 7, outputTokens: 3, costUsd: 0.2 },
+      ]);
+      await store.putEntry(entry("agent:main:main", 5, { budget: { runs: 3, seconds: 60 } }));
+      expect((await store.getEntry("agent:main:main"))?.budget).toEqual({ runs: 3, seconds: 60 });
+      await store.close();
+    });
+
     it("replaces every field on a second put: the indexed ones too", async () => {
       const store = await open();
       await store.putEntry(entry("agent:main:e", 1, { label: "a", kind: "group", sessionId: "s1" }));

@@ -1,4 +1,5 @@
 import type {
+  BudgetLimits,
   DeliveryContext,
   DeliveryKind,
   SessionEntry,
@@ -56,7 +57,7 @@ export type RunCause =
 
 /** A call of a run that the tree's guards refused: why, the limit, and the sessions the request went through. */
 export interface GuardRecord {
-  code: "max_hops" | "loop";
+  code: "max_hops" | "loop" | "budget_exceeded";
   tool: string;
   limit: number;
   chain: string[];
@@ -94,6 +95,11 @@ export interface RunRecord {
   rootRunId?: string | undefined;
   /** How many messages (sends, spawns) from its tree's first run this run is; absent: 0. */
   hops?: number | undefined;
+  /**
+   * The budget its whole tree shares (set on the root, copied to every run of the tree); absent: unlimited. Every
+   * run of the tree draws from it when it starts (`runs/budget.ts`).
+   */
+  budget?: BudgetLimits | undefined;
   /**
    * The run answers a user's message (`chat.send`, `agent`, an adapter's inbound message): the session's queue mode
    * applies to it (merged, steered, interrupting). Absent on sends between sessions, reply-backs, announces.

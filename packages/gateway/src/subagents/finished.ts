@@ -4,6 +4,7 @@ import type { DeliveryTarget } from "../adapter.js";
 import { unbind } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
 import type { LifecycleHooks } from "../lifecycle.js";
+import { BudgetExceeded, deadlineNotice, isBudgetExceeded, stoppedAtDeadline } from "../runs/budget.js";
 import { causedBy } from "../runs/cause.js";
 import { runAndWait } from "../runs/run-and-wait.js";
 import { deleteSession, touchEntry } from "../sessions/entries.js";
@@ -51,7 +52,9 @@ export async function subagentFinished(ctx: GatewayContext, childKey: string, ru
   const child = await store.getEntry(childKey);
   let announceReply = "";
   let silent = false;
-  if (child !== undefined) {
+  // The tree's budget stopped the child, or leaves no run for its announce step: the requester is told so.
+  let notice = stoppedAtDeadline(run) ? deadlineNotice(run) : undefined;
+  if (child !== undefined && notice === undefined) {
     const announce = await runAndWait(ctx, {
       sessionKey: childKey,
       kind: "subagent_announce",
@@ -63,12 +66,20 @@ export async function subagentFinished(ctx: GatewayContext, childKey: string, ru
       },
       system: ["Sub-agent announce step. Reply ANNOUNCE_SKIP to stay silent."],
       tools: null,
+    }).catch((error: unknown) => {
+      if (isBudgetExceeded(error)) return error;
+      throw error;
     });
-    announceReply = announce.status === "ok" ? (announce.reply ?? "") : "";
-    silent = announce.status === "ok" && isAnnounceSkip(announceReply);
+    if (announce instanceof BudgetExceeded) notice = announce.notice;
+    else {
+      announceReply = announce.status === "ok" ? (announce.reply ?? "") : "";
+      silent = announce.status === "ok" && isAnnounceSkip(announceReply);
+    }
     // Closing mid-announce: the record stays "announcing" and the next start announces.
     if (ctx.tasks.closed) return;
   }
+  if (notice !== undefined)
+    announceReply = `${notice}${run.reply ? `\n\nIts last reply:\n${run.reply}` : ""}`;
   const deliveryId = silent ? undefined : await announceToRequester(ctx, record, child, run, announceReply);
   if (record.mode === "run") {
     for (const binding of await store.listThreadBindings({ sessionKey: childKey }))

@@ -1,5 +1,6 @@
-import { findAgentConfig } from "@sessions/core";
+import { type BudgetStatus, findAgentConfig } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
+import type { BudgetExceeded } from "../runs/budget.js";
 import { parentRunId, type ToolCall } from "../runs/cause.js";
 import { emitGuard } from "../runs/run-events.js";
 import type { RunRecord } from "../store/types.js";
@@ -8,10 +9,12 @@ import type { ToolContext } from "./tool-context.js";
 /** A call the tree's guards refused: the tool result the calling agent gets. */
 export interface GuardRefusal {
   status: "forbidden";
-  code: "max_hops" | "loop";
+  code: "max_hops" | "loop" | "budget_exceeded";
   error: string;
   limit: number;
   chain: string[];
+  /** `budget_exceeded`: the tree's budget, what it spent and what is left. */
+  budget?: BudgetStatus;
 }
 
 /**
@@ -42,6 +45,35 @@ async function chainTo(ctx: Pick<GatewayContext, "store">, runId: string, limit:
     next = parentRunId(run);
   }
   return chain;
+}
+
+/**
+ * The refusal of a `sessions_send` or `sessions_spawn` whose run the tree's spent budget did not start: the limit
+ * reached (runs, tokens, cost, or the deadline's epoch ms), the chain it stopped and the budget's status.
+ */
+export async function budgetRefusal(
+  ctx: Pick<GatewayContext, "store">,
+  call: ToolCall | undefined,
+  targetKey: string,
+  name: "sessions_send" | "sessions_spawn",
+  spent: BudgetExceeded,
+): Promise<GuardRefusal> {
+  const { limits } = spent.status;
+  const limit =
+    spent.reached === "deadline"
+      ? limits.deadlineAt
+      : spent.reached === "runs"
+        ? limits.runs
+        : limits[spent.reached];
+  const chain = call === undefined ? [targetKey] : [...(await chainTo(ctx, call.run.runId, 100)), targetKey];
+  return {
+    status: "forbidden",
+    code: "budget_exceeded",
+    error: `${name} refused: ${spent.message}. Finish with what you have.`,
+    limit: limit ?? 0,
+    chain,
+    budget: spent.status,
+  };
 }
 
 /**

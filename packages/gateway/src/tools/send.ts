@@ -2,11 +2,12 @@ import type { parseToolParams, SessionsSendResult } from "@sessions/core";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
 import { announceDeliveryId, nothingAnnounced } from "../a2a/receipt.js";
 import type { GatewayContext } from "../context.js";
+import { isBudgetExceeded } from "../runs/budget.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { waitRun } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
-import { guardTree, noteGuard } from "./guards.js";
+import { budgetRefusal, guardTree, noteGuard } from "./guards.js";
 import { displayKey, resolveTarget } from "./resolve.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
@@ -27,7 +28,7 @@ export async function sendTool(
   }
   const sourceChannel = await channelFor(ctx, tool.requesterKey);
   const place = toolCause(call, "sessions_send");
-  const { run } = await startRun(ctx, {
+  const started = await startRun(ctx, {
     sessionKey: target.key,
     kind: "inter_session",
     ...place,
@@ -45,7 +46,14 @@ export async function sendTool(
       requesterChannel: sourceChannel,
       request: params.message,
     },
+  }).catch(async (error: unknown) => {
+    if (!isBudgetExceeded(error)) throw error;
+    const refusal = await budgetRefusal(ctx, call, target.key, "sessions_send", error);
+    if (call !== undefined) noteGuard(ctx, call.run.runId, "sessions_send", refusal);
+    return refusal;
   });
+  if (!("run" in started)) return started;
+  const { run } = started;
   const sessionKey = displayKey(ctx, tool, target.key);
   const pending = { id: announceDeliveryId(run.runId), status: "pending" as const };
   if (params.timeoutSeconds === 0) {

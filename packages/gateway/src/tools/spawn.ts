@@ -8,12 +8,14 @@ import {
 } from "@sessions/core";
 import { interSession } from "../a2a/provenance.js";
 import { bindThread } from "../bindings/bind.js";
+import { unbind } from "../bindings/expiry.js";
 import type { GatewayContext } from "../context.js";
+import { type BudgetExceeded, budgetSpentFor, isBudgetExceeded } from "../runs/budget.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { channelFor, ensureEntry } from "../sessions/entries.js";
 import type { SubagentRecord } from "../store/types.js";
-import { guardTree, noteGuard } from "./guards.js";
+import { budgetRefusal, guardTree, noteGuard } from "./guards.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
 /** `sessions_spawn` (SPEC 6): checks, reserves a child slot, creates the child (thread-bound if asked), runs it. */
@@ -42,6 +44,9 @@ export async function spawnTool(
     if (call !== undefined) noteGuard(ctx, call.run.runId, "sessions_spawn", refused);
     return refused;
   }
+  // A spent tree's spawn is refused before anything of the child is written (its start draws the budget again).
+  const spent = call === undefined ? undefined : await budgetSpentFor(ctx, call.run);
+  if (spent !== undefined) return refuseSpent(ctx, call, `agent:${targetAgent}:subagent:new`, spent);
   const model =
     params.model ??
     findAgentConfig(config, targetAgent)?.subagents.model ??
@@ -112,7 +117,7 @@ export async function spawnTool(
   }
   const timeoutSeconds = params.runTimeoutSeconds ?? defaults.runTimeoutSeconds;
   const place = toolCause(call, "sessions_spawn");
-  const { run } = await startRun(ctx, {
+  const started = await startRun(ctx, {
     runId,
     sessionKey: childKey,
     kind: "subagent",
@@ -136,6 +141,33 @@ export async function spawnTool(
     ...(model === undefined ? {} : { model }),
     ...(params.thinking === undefined ? {} : { thinking: params.thinking }),
     subagentSlot: true,
+  }).catch(async (error: unknown) => {
+    if (!isBudgetExceeded(error)) throw error;
+    // The child never ran: it goes, and its slot is given back.
+    await store.deleteEntry(childKey, { transcript: true });
+    await store.putSubagent({
+      ...record,
+      status: "done",
+      outcome: "error",
+      error: error.message,
+      endedAt: clock.now(),
+    });
+    for (const binding of await store.listThreadBindings({ sessionKey: childKey }))
+      await unbind(ctx, binding, "ended");
+    return refuseSpent(ctx, call, childKey, error);
   });
-  return { status: "accepted", runId: run.runId, childSessionKey: childKey, mode: params.mode };
+  if (!("run" in started)) return started;
+  return { status: "accepted", runId: started.run.runId, childSessionKey: childKey, mode: params.mode };
+}
+
+/** A spawn the tree's spent budget refused: the `budget_exceeded` result, recorded like the tree's guards. */
+async function refuseSpent(
+  ctx: GatewayContext,
+  call: ToolCall | undefined,
+  targetKey: string,
+  spent: BudgetExceeded,
+): Promise<SessionsSpawnResult> {
+  const refusal = await budgetRefusal(ctx, call, targetKey, "sessions_spawn", spent);
+  if (call !== undefined) noteGuard(ctx, call.run.runId, "sessions_spawn", refusal);
+  return refusal;
 }

@@ -1,7 +1,14 @@
 import type { RunTreeNodePayload } from "@sessions/core";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { ConsoleModel } from "../lib/console-model.js";
-import { buildRunTree, durationMs, type Totals, type TreeNode, watchRunTree } from "../lib/run-tree.js";
+import {
+  budgetLine,
+  buildRunTree,
+  durationMs,
+  type Totals,
+  type TreeNode,
+  watchRunTree,
+} from "../lib/run-tree.js";
 import { useStore } from "../lib/store.js";
 
 const seconds = (ms: number | undefined) =>
@@ -119,6 +126,11 @@ export function RunTreeView({
         </p>
       )}
       {tree === undefined && !error && <p class="muted">Loading…</p>}
+      {tree?.budget && (
+        <p class="small budget" data-budget="">
+          Budget: {budgetLine(tree.budget)}
+        </p>
+      )}
       {tree?.truncated && <p class="muted">Showing the first {tree.runs.length} runs.</p>}
       <ul class="tree" aria-label="Run tree">
         {roots.map((root) => (

@@ -116,3 +116,18 @@ export function watchRunTree(
     },
   };
 }
+
+/** A tree's budget in one line: each limit as spent of limit (left), e.g. `runs 3 of 5 (2 left)`. */
+export function budgetLine(budget: NonNullable<RunTreePayload["budget"]>): string {
+  const { limits, spent, left } = budget;
+  const usd = (n: number) => `$${Number(n.toFixed(4))}`;
+  const parts: string[] = [];
+  if (limits.runs !== undefined) parts.push(`runs ${spent.runs} of ${limits.runs} (${left.runs ?? 0} left)`);
+  if (limits.tokens !== undefined)
+    parts.push(`tokens ${spent.tokens} of ${limits.tokens} (${left.tokens ?? 0} left)`);
+  if (limits.costUsd !== undefined)
+    parts.push(`cost ${usd(spent.costUsd)} of ${usd(limits.costUsd)} (${usd(left.costUsd ?? 0)} left)`);
+  if (limits.deadlineAt !== undefined)
+    parts.push(`deadline ${new Date(limits.deadlineAt).toISOString()} (${left.seconds ?? 0} s left)`);
+  return parts.join(" · ");
+}

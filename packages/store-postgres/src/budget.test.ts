@@ -1,0 +1,91 @@
+import { type AgentRunner, createGateway, type Gateway, messageText } from "@sessions/gateway";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { createPostgresStore } from "./store.js";
+import { eventually, freshSchema } from "./testing/helpers.js";
+
+const url = inject("postgresUrl");
+const open: Gateway[] = [];
+afterAll(async () => {
+  await Promise.all(open.splice(0).map((gateway) => gateway.close({ drainMs: 100 })));
+});
+
+const CHILDREN = 4;
+
+/**
+ * The root spawns four sub-agents at once; each answers at once; their announce steps wait for `release` (or for
+ * their gateway to go), so that the gateway left takes over the announces still to do.
+ */
+function fanOut() {
+  const announcing: string[] = [];
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const runner: AgentRunner = {
+    async run(request) {
+      if (request.kind === "subagent") return { reply: `done: ${messageText(request.input)}` };
+      if (request.kind === "subagent_announce") {
+        announcing.push(request.runId);
+        await Promise.race([
+          released,
+          new Promise((resolve) => request.signal.addEventListener("abort", resolve, { once: true })),
+        ]);
+        return { reply: "Result: done" };
+      }
+      const spawn = request.tools.find((tool) => tool.name === "sessions_spawn");
+      for (let i = 0; i < CHILDREN; i++) await spawn?.execute({ task: `part ${i}` });
+      return { reply: "spawned" };
+    },
+  };
+  return { runner, announcing, release: () => release() };
+}
+
+async function cluster(runner: AgentRunner): Promise<[Gateway, Gateway]> {
+  const schema = freshSchema("budget");
+  const gateways: Gateway[] = [];
+  for (let i = 0; i < 2; i++) {
+    const store = await createPostgresStore({ connectionString: url, schema });
+    const gateway = createGateway({
+      store,
+      runner,
+      config: { agents: { defaults: { subagents: { maxChildrenPerAgent: 10 } } } },
+      cluster: { leaseTtlMs: 10_000, recoveryIntervalMs: 200 },
+    });
+    await gateway.ready;
+    open.push(gateway);
+    gateways.push(gateway);
+  }
+  return gateways as [Gateway, Gateway];
+}
+
+describe("a tree's budget across two gateways on one Postgres", () => {
+  it("holds when the other gateway takes the tree over: its runs stop at the budget and the rest are told", async () => {
+    const tree = fanOut();
+    const [a, b] = await cluster(tree.runner);
+    // The root, four children and their four announce steps on a: 9 runs. Two more are left for b.
+    const { runId } = await a.agent({ message: "go", idempotencyKey: "go", budget: { runs: 11 } });
+    await eventually(() => tree.announcing.length === CHILDREN);
+    // a goes away mid-tree (its announce steps are stopped): b takes over the four announces still to do.
+    await a.close({ drainMs: 0 });
+    tree.release();
+    await eventually(async () => {
+      const done = await b.store.listSubagents({ statuses: ["done"] });
+      return done.length === CHILDREN;
+    }, "b to finish the announces");
+    const result = await b.runs.tree({ runId });
+    const runs = result.runs;
+    // Never more runs than the budget, and none short of it, whichever gateway drew them.
+    expect(runs).toHaveLength(11);
+    expect(result.budget).toMatchObject({ limits: { runs: 11 }, spent: { runs: 11 }, left: { runs: 0 } });
+    const owners = new Set<string | undefined>();
+    for (const run of runs) owners.add((await b.store.getRun(run.runId))?.owner);
+    expect(owners.size).toBe(2);
+    expect(runs.filter((run) => run.kind === "subagent_announce")).toHaveLength(CHILDREN + 2);
+    // The two announces the budget did not leave a run for told the requester so instead.
+    const requester = await b.store.readMessages("agent:main:main", { limit: 100 });
+    const notices = requester.filter((m) =>
+      String(m.content).includes("Stopped: this request's budget is spent (runs 11 of 11)"),
+    );
+    expect(notices).toHaveLength(2);
+  });
+});
