@@ -55,15 +55,16 @@ export async function controls(page: Page): Promise<{ named: string[]; unnamed: 
 }
 
 /**
- * Presses Tab until the focused element matches `selector` (and has the text `text`, when given); fails after `max`
- * presses. Returns the presses.
+ * Presses Tab (Shift+Tab with `backwards`) until the focused element matches `selector` (and has the text `text`,
+ * when given); fails after `max` presses. Returns the presses.
  */
 export async function tabTo(
   page: Page,
   selector: string,
-  options: { text?: string | undefined; max?: number | undefined } = {},
+  options: { text?: string | undefined; max?: number | undefined; backwards?: boolean | undefined } = {},
 ): Promise<number> {
   const max = options.max ?? 80;
+  const key = options.backwards ? "Shift+Tab" : "Tab";
   const focused = () =>
     page.evaluate(
       ([s, text]) => {
@@ -74,11 +75,11 @@ export async function tabTo(
     );
   for (let presses = 0; presses <= max; presses++) {
     if (await focused()) return presses;
-    await page.keyboard.press("Tab");
+    await page.keyboard.press(key);
   }
   const at = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120));
   throw new Error(
-    `Tab never reached ${selector} ${options.text ?? ""} in ${max} presses (focus is on ${at})`,
+    `${key} never reached ${selector} ${options.text ?? ""} in ${max} presses (focus is on ${at})`,
   );
 }
 

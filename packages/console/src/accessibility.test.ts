@@ -109,8 +109,7 @@ describe("the console and web chat for keyboards, screen readers and phones", ()
     expect(await focusRingShown(page)).toBe(true);
     await page.keyboard.press("Space");
     await expect.poll(async () => (await entry(OPS))?.sendPolicy).toBe("deny");
-    await page.keyboard.press("Shift+Tab");
-    await page.keyboard.press("Shift+Tab");
+    await tabTo(page, "#session-send-policy", { backwards: true });
     await page.keyboard.press("Home");
     await expect(page.locator("#session-send-policy").inputValue()).resolves.toBe("inherit");
     await tabTo(page, ".settings button[type=submit]");
