@@ -217,7 +217,7 @@ export function searchMessageMatch(
 ): {
   seq: number;
   role: string;
-  ts?: number;
+  ts?: number | undefined;
   snippet: string;
   highlights: SearchSnippet["highlights"];
 } {
