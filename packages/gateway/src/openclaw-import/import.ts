@@ -4,7 +4,12 @@ import type { SessionStore } from "../store/types.js";
 import { importedKey, type MappedSession, mapSession } from "./map.js";
 import { findJsonStores, readJsonStore } from "./read-json-layout.js";
 import { findAgentDatabases, readAgentDatabase } from "./read-sqlite-layout.js";
-import type { OpenClawImportProblem, OpenClawLayout, OpenClawSourceSession } from "./source.js";
+import {
+  describeError,
+  type OpenClawImportProblem,
+  type OpenClawLayout,
+  type OpenClawSourceSession,
+} from "./source.js";
 
 export type { OpenClawImportProblem, OpenClawLayout } from "./source.js";
 
@@ -75,8 +80,6 @@ export interface OpenClawImportReport {
     messages: number;
   };
 }
-
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Newest entry first for a key two OpenClaw entries share (early versions kept `main` beside `agent:main:main`). */
 const updatedAtOf = (session: OpenClawSourceSession) =>
@@ -150,7 +153,7 @@ export async function importOpenClaw(options: OpenClawImportOptions): Promise<Op
     try {
       key = importedKey(session, mainKey);
     } catch (error) {
-      problems.push({ path: session.source, key: session.key, reason: describe(error) });
+      problems.push({ path: session.source, key: session.key, reason: describeError(error) });
       continue;
     }
     const list = byKey.get(key) ?? [];
@@ -160,11 +163,32 @@ export async function importOpenClaw(options: OpenClawImportOptions): Promise<Op
 
   for (const [key, candidates] of byKey) {
     const { chosen, merged, others } = pickSession(candidates);
+    // What could not be imported is reported for every entry it stood for, the merged ones too.
+    const unreadable = (reason: string) => {
+      for (const entry of [chosen, ...merged]) problems.push({ path: entry.source, key: entry.key, reason });
+    };
+    const duplicates = () => {
+      for (const other of others) {
+        report.sessions.push({
+          key,
+          sourceKey: other.key,
+          sessionId: String(other.entry.sessionId),
+          layout: other.layout,
+          source: other.source,
+          outcome: "duplicate",
+          messages: 0,
+          routes: 0,
+          skippedMessages: 0,
+          note: `${chosen.key} maps to the same key and is newer: that one is used`,
+        });
+      }
+    };
     let mapped: MappedSession;
     try {
       mapped = mapSession(chosen, { mainKey });
     } catch (error) {
-      problems.push({ path: chosen.source, key: chosen.key, reason: describe(error) });
+      unreadable(describeError(error));
+      duplicates();
       continue;
     }
     const row: OpenClawImportedSession = {
@@ -187,31 +211,15 @@ export async function importOpenClaw(options: OpenClawImportOptions): Promise<Op
     try {
       row.outcome = await writeSession(store, mapped, dryRun);
     } catch (error) {
-      problems.push({
-        path: chosen.source,
-        key: chosen.key,
-        reason: `cannot be written: ${describe(error)}`,
-      });
+      unreadable(`cannot be written: ${describeError(error)}`);
+      duplicates();
       continue;
     }
     if (row.outcome === "conflict") {
       row.note = `the store already has ${key} for another session: left as it is`;
     }
     report.sessions.push(row);
-    for (const other of others) {
-      report.sessions.push({
-        key,
-        sourceKey: other.key,
-        sessionId: String(other.entry.sessionId),
-        layout: other.layout,
-        source: other.source,
-        outcome: "duplicate",
-        messages: 0,
-        routes: 0,
-        skippedMessages: 0,
-        note: `${chosen.key} maps to the same key and is newer: that one is used`,
-      });
-    }
+    duplicates();
   }
 
   for (const session of report.sessions) {

@@ -1,8 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import {
   activeBranch,
   asObject,
+  describeError,
+  findAgentFiles,
   type OpenClawImportProblem,
   type OpenClawSource,
   type OpenClawSourceSession,
@@ -15,16 +17,8 @@ import {
 
 /** The `sessions.json` files of a state directory, by agent id. */
 export function findJsonStores(stateDir: string): { agentId: string; file: string }[] {
-  const agentsDir = join(stateDir, "agents");
-  if (!existsSync(agentsDir)) return [];
-  return readdirSync(agentsDir, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => ({ agentId: d.name, file: join(agentsDir, d.name, "sessions", "sessions.json") }))
-    .filter((s) => existsSync(s.file))
-    .sort((a, b) => a.agentId.localeCompare(b.agentId));
+  return findAgentFiles(stateDir, "sessions", "sessions.json");
 }
-
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** A transcript's events, or the line that could not be read. */
 function readTranscript(file: string): { events: Record<string, unknown>[] } | OpenClawImportProblem {
@@ -32,7 +26,7 @@ function readTranscript(file: string): { events: Record<string, unknown>[] } | O
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
-    return { path: file, reason: `cannot read the transcript: ${describe(error)}` };
+    return { path: file, reason: `cannot read the transcript: ${describeError(error)}` };
   }
   const events: Record<string, unknown>[] = [];
   const lines = text.split("\n");
@@ -43,7 +37,10 @@ function readTranscript(file: string): { events: Record<string, unknown>[] } | O
     try {
       parsed = JSON.parse(line);
     } catch (error) {
-      return { path: `${file}:${i + 1}`, reason: `line ${i + 1} is not valid JSON (${describe(error)})` };
+      return {
+        path: `${file}:${i + 1}`,
+        reason: `line ${i + 1} is not valid JSON (${describeError(error)})`,
+      };
     }
     const event = asObject(parsed);
     if (event === undefined)
@@ -71,7 +68,7 @@ export function readJsonStore(agentId: string, file: string): OpenClawSource {
     store = asObject(JSON.parse(readFileSync(file, "utf8")));
     if (store === undefined) problems.push({ path: file, reason: "not a JSON object of session entries" });
   } catch (error) {
-    problems.push({ path: file, reason: `cannot read the session store: ${describe(error)}` });
+    problems.push({ path: file, reason: `cannot read the session store: ${describeError(error)}` });
   }
   if (store === undefined) return { sessions, problems };
   const dir = join(file, "..");

@@ -1,10 +1,10 @@
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import Database from "better-sqlite3";
 import { decompress } from "fzstd";
 import {
   activeBranch,
   asObject,
+  describeError,
+  findAgentFiles,
   type OpenClawImportProblem,
   type OpenClawSource,
   type OpenClawSourceSession,
@@ -19,16 +19,8 @@ import {
 
 /** The agent databases of a state directory, by agent id. */
 export function findAgentDatabases(stateDir: string): { agentId: string; file: string }[] {
-  const agentsDir = join(stateDir, "agents");
-  if (!existsSync(agentsDir)) return [];
-  return readdirSync(agentsDir, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .map((d) => ({ agentId: d.name, file: join(agentsDir, d.name, "agent", "openclaw-agent.sqlite") }))
-    .filter((s) => existsSync(s.file))
-    .sort((a, b) => a.agentId.localeCompare(b.agentId));
+  return findAgentFiles(stateDir, "agent", "openclaw-agent.sqlite");
 }
-
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
 interface EventRow {
@@ -45,14 +37,14 @@ function parseEvent(row: EventRow): Record<string, unknown> {
     try {
       text = decoder.decode(decompress(new Uint8Array(row.event_zstd)));
     } catch (error) {
-      throw new Error(`event ${row.seq} cannot be decompressed (${describe(error)})`);
+      throw new Error(`event ${row.seq} cannot be decompressed (${describeError(error)})`);
     }
   } else throw new Error(`event ${row.seq} has no content`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new Error(`event ${row.seq} is not valid JSON (${describe(error)})`);
+    throw new Error(`event ${row.seq} is not valid JSON (${describeError(error)})`);
   }
   const event = asObject(parsed);
   if (event === undefined) throw new Error(`event ${row.seq} is not a JSON object`);
@@ -70,7 +62,10 @@ export function readAgentDatabase(agentId: string, file: string): OpenClawSource
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
   } catch (error) {
-    return { sessions, problems: [{ path: file, reason: `cannot open the database: ${describe(error)}` }] };
+    return {
+      sessions,
+      problems: [{ path: file, reason: `cannot open the database: ${describeError(error)}` }],
+    };
   }
   try {
     if (!hasTable(db, "session_nodes") || !hasTable(db, "transcript_events")) {
@@ -101,7 +96,7 @@ export function readAgentDatabase(agentId: string, file: string): OpenClawSource
         try {
           parsed = JSON.parse(row.entry_json);
         } catch (error) {
-          throw new Error(`entry_json is not valid JSON (${describe(error)})`);
+          throw new Error(`entry_json is not valid JSON (${describeError(error)})`);
         }
         const entry = asObject(parsed);
         if (entry === undefined) throw new Error("entry_json is not a JSON object");
@@ -125,11 +120,11 @@ export function readAgentDatabase(agentId: string, file: string): OpenClawSource
           source: where,
         });
       } catch (error) {
-        problems.push({ path: where, key, reason: describe(error) });
+        problems.push({ path: where, key, reason: describeError(error) });
       }
     }
   } catch (error) {
-    problems.push({ path: file, reason: `cannot read the database: ${describe(error)}` });
+    problems.push({ path: file, reason: `cannot read the database: ${describeError(error)}` });
   } finally {
     db.close();
   }

@@ -1,7 +1,24 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 /** What the layout readers hand the import: OpenClaw's sessions as it stored them, and what could not be read. */
 
 /** Which on-disk layout a session came from. */
 export type OpenClawLayout = "sqlite" | "json";
+
+/** An error's message, for a problem's `reason`. */
+export const describeError = (error: unknown): string =>
+  error instanceof Error ? error.message : String(error);
+
+/** The per-agent file at `agents/<agentId>/<...segments>` of a state directory, for each agent that has one. */
+export function findAgentFiles(stateDir: string, ...segments: string[]): { agentId: string; file: string }[] {
+  const agentsDir = join(stateDir, "agents");
+  if (!existsSync(agentsDir)) return [];
+  return readdirSync(agentsDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => ({ agentId: d.name, file: join(agentsDir, d.name, ...segments) }))
+    .filter((s) => existsSync(s.file))
+    .sort((a, b) => a.agentId.localeCompare(b.agentId));
+}
 
 /** One OpenClaw session as stored: its key, its entry (OpenClaw's `SessionEntry` JSON) and its transcript events. */
 export interface OpenClawSourceSession {
