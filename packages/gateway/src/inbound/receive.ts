@@ -19,11 +19,12 @@ import type { GatewayContext } from "../context.js";
 import { budgetOf, rootBudget } from "../runs/budget.js";
 import { refuseWhenBusy } from "../runs/queue-modes.js";
 import { startRun } from "../runs/start.js";
-import { kindOf, newEntry, updateEntry } from "../sessions/entries.js";
+import { kindOf, newEntry } from "../sessions/entries.js";
 import type { RouteRecord, StoredEntry, StoreOps } from "../store/types.js";
 import { toolContextFor } from "../tools/tool-context.js";
 import { validateInbound } from "./inbound-schema.js";
 import { applyQueueCommand } from "./queue-command.js";
+import { applySendCommand } from "./send-command.js";
 
 /** Turns on these surfaces are recorded but never overwrite a session's route (SPEC 8.1). */
 const INTERNAL_ROUTE_CHANNELS = new Set(["webchat", "internal"]);
@@ -191,30 +192,4 @@ async function recordInbound(
   await tx.putEntry(next);
   await tx.putRoute(route);
   return { created: current === undefined };
-}
-
-/** `/send on|off|inherit` from the chat (SPEC 8.3): owners only; returns the notice to post back. */
-async function applySendCommand(
-  ctx: GatewayContext,
-  key: string,
-  isOwner: boolean,
-  mode: "allow" | "deny" | "inherit" | null,
-): Promise<string> {
-  if (!isOwner) return "Only the owner can change this session's send policy.";
-  if (mode === null) return "Usage: /send on | off | inherit";
-  await updateEntry(
-    ctx,
-    key,
-    (entry) => {
-      if (entry === undefined) return undefined;
-      const next = { ...entry, updatedAt: ctx.clock.now() };
-      if (mode === "inherit") delete next.sendPolicy;
-      else next.sendPolicy = mode;
-      return next;
-    },
-    "send-policy",
-  );
-  return mode === "inherit"
-    ? "Send policy: inherit (config rules apply)."
-    : `Send policy: ${mode === "allow" ? "on" : "off"} for this session.`;
 }

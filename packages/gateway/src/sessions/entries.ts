@@ -97,6 +97,31 @@ export async function updateEntry(
   return result;
 }
 
+/**
+ * Sets one of a session's own settings (`undefined` clears it, so the configured one applies) and touches it;
+ * nothing when the session does not exist.
+ */
+export async function setSessionSetting<K extends "sendPolicy" | "queueMode">(
+  ctx: EntryContext,
+  key: string,
+  field: K,
+  value: StoredEntry[K] | undefined,
+  reason: string,
+): Promise<void> {
+  await updateEntry(
+    ctx,
+    key,
+    (entry) => {
+      if (entry === undefined) return undefined;
+      const next = { ...entry, updatedAt: ctx.clock.now() };
+      if (value === undefined) delete next[field];
+      else next[field] = value;
+      return next;
+    },
+    reason,
+  );
+}
+
 /** The entry for `key`, created with `init` if it does not exist yet. */
 export async function ensureEntry(
   ctx: EntryContext,
