@@ -61,6 +61,8 @@ export interface OperationEvents {
   /** An entry written (as stored; never to be changed), or deleted. */
   entryPut?(entry: StoredEntry): void;
   entryDeleted?(key: string): void;
+  /** A message was appended: its text waits in `messages_search_pending` until the next batch is indexed. */
+  searchPending?(): void;
 }
 
 /**
@@ -113,6 +115,7 @@ export function createSqliteOperations(
     const stored = { ...message, seq: lastSeq(sessionKey) + 1 } as StoredMessage;
     const data = JSON.stringify(stored);
     s.insertMessage.run(sessionKey, stored.seq, data);
+    events.searchPending?.();
     cache?.appended(sessionKey, stored.seq);
     events.appended?.(sessionKey, stored, data.length);
     return stored;
@@ -202,7 +205,11 @@ export function createSqliteOperations(
       return parseAll<StoredEntry>(stmt.all(...params) as Row[]);
     },
     countEntries: () => (s.countEntries.get() as { n: number }).n,
-    searchSessions: (query) => search.searchSessions(query),
+    searchSessions(query) {
+      // It sees every committed message: those still waiting to be indexed go in first (a unit: see store.ts).
+      search.flushPending();
+      return search.searchSessions(query);
+    },
     listAgentIds: () => search.listAgentIds(),
     appendMessage: (sessionKey, message) => append(sessionKey, message),
     readMessages(sessionKey, { limit, beforeSeq }) {
@@ -365,5 +372,5 @@ export function createSqliteOperations(
   /** The connection's state moved back (rollback): what the cache holds may be gone. */
   const reset = () => cache?.clear();
 
-  return { core, leases, tail, reset, searchStatements: search.size };
+  return { core, leases, tail, reset, searchStatements: search.size, flushSearch: search.flushPending };
 }

@@ -102,7 +102,10 @@ function ensureFollowUpPending(db: Database.Database): void {
 // Version 4: full-text search. Part of a released migration once shipped: never change it, add a migration instead.
 // Both indexes are contentless (the text stays in messages.data and entries only) and keyed by a small number per
 // session key (search_keys.id): a message is row `id << 32 | seq`, a session's key, label and display name row `id`.
-// Triggers keep them in step with every write of the two tables, in the writer's own transaction.
+// Triggers keep them in step with every write of the two tables, in the writer's own transaction. A new message goes
+// to messages_search_pending first: FTS5 writes a segment per transaction, which would cost every run's start and end
+// more than all the rest of their writes, so the pending rows are moved into messages_search in batches (and before
+// every search, in the search's own unit: a search always sees every committed message).
 const SEARCH_TOKENIZER = `tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M* Cn'"`;
 /** The searched text of a message (`searchableText` of @sessions/core) from its JSON in column `data` of `row`. */
 const messageText = (row: string) => `CASE WHEN json_valid(${row}.data) THEN
@@ -121,7 +124,7 @@ const sessionText = (
     || ' ' || coalesce(${row}.label, '') || ' ' || coalesce(${row}.display_name, '')`;
 const messageRow = (row: string) =>
   `(SELECT (id << 32) + ${row}.seq FROM search_keys WHERE key = ${row}.session_key)`;
-const indexMessage = (row: string) => `INSERT INTO messages_search (rowid, text)
+const indexMessage = (row: string) => `INSERT OR REPLACE INTO messages_search_pending (rowid, text)
     SELECT (k.id << 32) + ${row}.seq, t.text FROM search_keys k, (SELECT ${messageText(row)} AS text) t
     WHERE k.key = ${row}.session_key AND ${row}.seq BETWEEN 0 AND 4294967295 AND t.text <> ''`;
 const indexSession = (row: string) => `INSERT INTO entries_search (rowid, text)
@@ -130,6 +133,7 @@ const VERSION_4 = `
 CREATE TABLE search_keys (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE messages_search USING fts5(text, content = '', contentless_delete = 1, ${SEARCH_TOKENIZER});
 CREATE VIRTUAL TABLE entries_search USING fts5(text, content = '', contentless_delete = 1, ${SEARCH_TOKENIZER});
+CREATE TABLE messages_search_pending (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
 
 CREATE TRIGGER messages_search_insert AFTER INSERT ON messages BEGIN
   INSERT OR IGNORE INTO search_keys (key) VALUES (new.session_key);
@@ -137,9 +141,11 @@ CREATE TRIGGER messages_search_insert AFTER INSERT ON messages BEGIN
 END;
 CREATE TRIGGER messages_search_delete AFTER DELETE ON messages BEGIN
   DELETE FROM messages_search WHERE rowid = ${messageRow("old")};
+  DELETE FROM messages_search_pending WHERE rowid = ${messageRow("old")};
 END;
 CREATE TRIGGER messages_search_update AFTER UPDATE ON messages BEGIN
   DELETE FROM messages_search WHERE rowid = ${messageRow("old")};
+  DELETE FROM messages_search_pending WHERE rowid = ${messageRow("old")};
   INSERT OR IGNORE INTO search_keys (key) VALUES (new.session_key);
   ${indexMessage("new")};
 END;

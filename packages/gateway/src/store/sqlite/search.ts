@@ -176,6 +176,17 @@ export function createSqliteSearch(db: Database.Database) {
       const hits = found.slice(offset, offset + limit).flatMap((f) => hitOf(f, perSession, terms) ?? []);
       return { hits, hasMore: found.length > offset + limit, truncated };
     },
+    /**
+     * Moves the messages waiting in `messages_search_pending` into the index, in one go (FTS5 writes a segment
+     * per transaction: batches make that cost small). A write: inside a unit.
+     */
+    flushPending(): void {
+      prepared(
+        "flushPending",
+        "INSERT INTO messages_search (rowid, text) SELECT rowid, text FROM messages_search_pending",
+      ).run();
+      prepared("clearPending", "DELETE FROM messages_search_pending").run();
+    },
     listAgentIds(): string[] {
       // A skip scan of entries_agent (archived, agent_id, …): one index seek per agent, not a read of every entry.
       const rows = prepared(

@@ -89,6 +89,9 @@ function assertFileFree(db: Database.Database, file: string): void {
   if (!holderGone(holder, Date.now())) throw inUseError(file, holder);
 }
 
+/** How many appended messages wait before they are indexed for search together (FTS5 costs a segment a batch). */
+const SEARCH_BATCH = 256;
+
 /**
  * The default store: one SQLite file (WAL) holding entries, transcripts, runs, the outbox, routes, sub-agents
  * and leases, owned by one process at a time. Units of work run one at a time on the writing connection inside
@@ -146,6 +149,21 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         () => ops.reset(),
       );
       const events: OperationEvents = { emit: (change) => coordinator.emit(change) };
+      // Appended messages wait to be indexed for search; every SEARCH_BATCH of them go in together, in a unit of
+      // their own (and any still waiting go in with the next search).
+      let pending = 0;
+      let flushing = false;
+      events.searchPending = () => {
+        if (++pending < SEARCH_BATCH || flushing || closed) return;
+        flushing = true;
+        pending = 0;
+        void coordinator
+          .write(() => ops.flushSearch())
+          .catch(() => undefined)
+          .finally(() => {
+            flushing = false;
+          });
+      };
       if (tails !== undefined && entries !== undefined) {
         events.appended = (key, message, size) => {
           const copy = copyJson(message);
@@ -210,7 +228,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     transcriptPath(sessionId) {
       return file === ":memory:" ? undefined : `${join(dirname(file), "transcripts", sessionId)}.jsonl`;
     },
-    ...coordinator.guard(units.core, STORE_WRITES, check),
+    // A search indexes the messages still waiting first: a write.
+    ...coordinator.guard(units.core, [...STORE_WRITES, "searchSessions"], check),
     ...coordinator.guard(units.leases, LEASE_WRITES, check),
     [LEND_MESSAGES]: coordinator.guard(units.history, [], check).lendMessages,
     transaction(work) {
