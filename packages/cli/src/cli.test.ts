@@ -245,6 +245,20 @@ describe("sessions-gateway", () => {
     expect(invalid.stderr.trim()).toBe(
       "sessions-gateway: Invalid gateway settings: gateway.tokens[0].token: tokens must be at least 8 characters",
     );
+    const badCluster = join(dir, "bad-cluster.json5");
+    writeFileSync(badCluster, "{ gateway: { cluster: { leaseTtlMs: 10 } } }");
+    const tooShort = await failing([
+      "serve",
+      "--config",
+      badCluster,
+      "--port",
+      "0",
+      "--db",
+      join(dir, "bad3.db"),
+    ]);
+    expect(tooShort.stderr.trim()).toMatch(
+      /^sessions-gateway: Invalid gateway settings: gateway\.cluster\.leaseTtlMs: /,
+    );
   });
 
   it("refuses a second serve on the same --db in one line naming the holder, until the holder dies", async () => {

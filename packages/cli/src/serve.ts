@@ -24,6 +24,7 @@ interface ServerSettings {
   store?: string | undefined;
   tickIntervalMs?: number | undefined;
   tokens?: GatewayToken[] | undefined;
+  cluster?: { leaseTtlMs?: number | undefined; recoveryIntervalMs?: number | undefined } | undefined;
 }
 
 const ServerSettingsSchema = z.strictObject({
@@ -32,6 +33,13 @@ const ServerSettingsSchema = z.strictObject({
   db: z.string().min(1).optional(),
   store: z.string().min(1).optional(),
   tickIntervalMs: z.int().min(100).optional(),
+  // Several gateways on one Postgres: how soon a dead one is noticed (createGateway's `cluster`).
+  cluster: z
+    .strictObject({
+      leaseTtlMs: z.int().min(300).optional(),
+      recoveryIntervalMs: z.int().min(50).optional(),
+    })
+    .optional(),
   tokens: z
     .array(
       z.strictObject({
@@ -141,10 +149,13 @@ export async function serve(options: OptionValues, out: (line: string) => void):
   }
   // Registered before the gateway starts, so its first run is traced.
   const telemetry = await startTelemetry();
+  const store = await openStore(options, server);
   const gateway = createGateway({
     config,
-    store: await openStore(options, server),
+    store,
     runner: await loadRunner(runnerSpec),
+    // Only for a shared store: an object would turn cluster mode on for a SQLite file too.
+    ...(server.cluster === undefined || store.kind === "sqlite" ? {} : { cluster: server.cluster }),
     ...(record === undefined ? {} : { record }),
   });
   const listening = await gateway.listen({

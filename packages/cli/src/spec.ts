@@ -93,7 +93,7 @@ export const SERVE: CommandSpec = {
   details: [
     "Listens on --host:--port and prints `listening ws://…`. Without SESSIONS_GATEWAY_TOKEN (and without tokens in the config) it serves loopback only.",
     "On SIGINT/SIGTERM it stops taking new work, lets running work finish for up to --drain-ms, tells clients `shutdown`, and exits 0. Accepted work that did not finish resumes on the next start.",
-    'The config file is the sessions config (session, tools, agents, channels) plus an optional `gateway` block for the server itself: { host, port, db, tickIntervalMs, tokens: [{ token, requesterKey?, sandboxed?, scopes?, label? }] } (`scopes: ["operator.read"]` makes a read-only token). Flags win over the file.',
+    'The config file is the sessions config (session, tools, agents, channels) plus an optional `gateway` block for the server itself: { host, port, db, store, tickIntervalMs, tokens: [{ token, requesterKey?, sandboxed?, scopes?, label? }], cluster: { leaseTtlMs?, recoveryIntervalMs? } } (`scopes: ["operator.read"]` makes a read-only token). Flags win over the file.',
   ],
   options: {
     config: {

@@ -39,6 +39,9 @@ export async function sql<R extends pg.QueryResultRow>(
 }
 
 /** Resolves once `check` holds, polling; rejects naming `what` after the shared 60 s bound. */
-export async function eventually(check: () => boolean | Promise<boolean>, what = "condition"): Promise<void> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string | (() => string) = "condition",
+): Promise<void> {
   await waitFor(check, what, { intervalMs: 10 });
 }
