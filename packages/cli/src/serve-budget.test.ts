@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -6,36 +5,18 @@ import { fileURLToPath } from "node:url";
 import { createGatewayClient } from "@sessions/gateway-client";
 import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
+import { serveProcesses } from "./serve-process.fixture.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const cli = join(here, "cli.ts");
 const dir = mkdtempSync(join(tmpdir(), "sessions-budget-"));
 const token = "budget-test-token";
-let child: ChildProcess | undefined;
+const here = dirname(fileURLToPath(import.meta.url));
+const servers = serveProcesses(token);
+const serve = servers.serve;
 
 afterAll(() => {
-  child?.kill("SIGKILL");
+  servers.stop();
   rmSync(dir, { recursive: true, force: true });
 });
-
-function serve(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let log = "";
-    child = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--port", "0", ...args], {
-      cwd: here,
-      env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const read = (d: Buffer) => {
-      log += String(d);
-      const match = /listening (ws:\/\/\S+)/.exec(log);
-      if (match) resolve(match[1] as string);
-    };
-    child.stdout?.on("data", read);
-    child.stderr?.on("data", read);
-    child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${log}`)));
-  });
-}
 
 describe("a tree's budget through the shipped CLI", () => {
   it("stops a tree that keeps spawning at its runs budget, with budget_exceeded in a transcript", async () => {

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -7,37 +7,19 @@ import { promisify } from "node:util";
 import { createGatewayClient } from "@sessions/gateway-client";
 import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
+import { CLI, serveProcesses } from "./serve-process.fixture.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const cli = join(here, "cli.ts");
 const dir = mkdtempSync(join(tmpdir(), "sessions-guards-"));
 const token = "guards-test-token";
 const room = (name: string) => `agent:main:chat:group:${name}`;
-let child: ChildProcess | undefined;
+const here = dirname(fileURLToPath(import.meta.url));
+const servers = serveProcesses(token);
+const serve = servers.serve;
 
 afterAll(() => {
-  child?.kill("SIGKILL");
+  servers.stop();
   rmSync(dir, { recursive: true, force: true });
 });
-
-function serve(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let log = "";
-    child = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--port", "0", ...args], {
-      cwd: here,
-      env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const read = (d: Buffer) => {
-      log += String(d);
-      const match = /listening (ws:\/\/\S+)/.exec(log);
-      if (match) resolve(match[1] as string);
-    };
-    child.stdout?.on("data", read);
-    child.stderr?.on("data", read);
-    child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${log}`)));
-  });
-}
 
 const loopConfig = (maxHops: number) => {
   const file = join(dir, `loop-${maxHops}.json5`);
@@ -54,7 +36,7 @@ async function replay(config: string): Promise<{ code: number; stdout: string }>
   try {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ["--import", "tsx", cli, "replay", recording, "--config", config],
+      ["--import", "tsx", CLI, "replay", recording, "--config", config],
       { cwd: here },
     );
     return { code: 0, stdout };

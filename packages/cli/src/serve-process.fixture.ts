@@ -1,0 +1,39 @@
+// `sessions-gateway serve` as a child process for the CLI's end-to-end tests: started from src with tsx, its URL
+// read from the line it prints, killed by `stop` (call it in afterAll).
+import { type ChildProcess, spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The CLI's entry, for tests that run other commands the same way. */
+export const CLI = join(here, "cli.ts");
+
+/** Starts servers with `token` as the operator token; `stop` kills every one started. */
+export function serveProcesses(token: string) {
+  const children = new Set<ChildProcess>();
+  return {
+    /** Runs `serve --port 0 …args`; resolves with its WebSocket URL once it listens. */
+    serve(args: string[]): Promise<string> {
+      return new Promise((resolve, reject) => {
+        let log = "";
+        const child = spawn(process.execPath, ["--import", "tsx", CLI, "serve", "--port", "0", ...args], {
+          cwd: here,
+          env: { ...process.env, SESSIONS_GATEWAY_TOKEN: token },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        children.add(child);
+        const read = (d: Buffer) => {
+          log += String(d);
+          const match = /listening (ws:\/\/\S+)/.exec(log);
+          if (match) resolve(match[1] as string);
+        };
+        child.stdout?.on("data", read);
+        child.stderr?.on("data", read);
+        child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${log}`)));
+      });
+    },
+    stop(): void {
+      for (const child of children) child.kill("SIGKILL");
+    },
+  };
+}
