@@ -1,7 +1,6 @@
-import { type AgentRunner, createGateway, type Gateway, messageText } from "@sessions/gateway";
+import { type AgentRunner, type Gateway, messageText } from "@sessions/gateway";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createPostgresStore } from "./store.js";
-import { eventually, freshSchema } from "./testing/helpers.js";
+import { eventually, twoGateways } from "./testing/helpers.js";
 
 const url = inject("postgresUrl");
 const open: Gateway[] = [];
@@ -40,23 +39,15 @@ function fanOut() {
   return { runner, announcing, release: () => release() };
 }
 
-async function cluster(runner: AgentRunner): Promise<[Gateway, Gateway]> {
-  const schema = freshSchema("budget");
-  const gateways: Gateway[] = [];
-  for (let i = 0; i < 2; i++) {
-    const store = await createPostgresStore({ connectionString: url, schema });
-    const gateway = createGateway({
-      store,
-      runner,
-      config: { agents: { defaults: { subagents: { maxChildrenPerAgent: 10 } } } },
-      cluster: { leaseTtlMs: 10_000, recoveryIntervalMs: 200 },
-    });
-    await gateway.ready;
-    open.push(gateway);
-    gateways.push(gateway);
-  }
-  return gateways as [Gateway, Gateway];
-}
+/** Two gateways on one Postgres schema, sub-agents allowed to fan out. */
+const cluster = (runner: AgentRunner) =>
+  twoGateways({
+    url,
+    prefix: "budget",
+    runner,
+    config: { agents: { defaults: { subagents: { maxChildrenPerAgent: 10 } } } },
+    opened: (gateway) => open.push(gateway),
+  });
 
 describe("a tree's budget across two gateways on one Postgres", () => {
   it("holds when the other gateway takes the tree over: its runs stop at the budget and the rest are told", async () => {

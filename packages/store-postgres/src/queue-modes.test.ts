@@ -1,7 +1,6 @@
-import { type AgentRunner, createGateway, type Gateway, messageText } from "@sessions/gateway";
+import { type AgentRunner, type Gateway, messageText } from "@sessions/gateway";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createPostgresStore } from "./store.js";
-import { eventually, freshSchema } from "./testing/helpers.js";
+import { eventually, twoGateways } from "./testing/helpers.js";
 
 const url = inject("postgresUrl");
 const open: Gateway[] = [];
@@ -27,22 +26,8 @@ function heldRunner() {
   return { runner, turns, release: () => release() };
 }
 
-async function cluster(runner: AgentRunner): Promise<[Gateway, Gateway]> {
-  const schema = freshSchema("queue");
-  const gateways: Gateway[] = [];
-  for (let i = 0; i < 2; i++) {
-    const store = await createPostgresStore({ connectionString: url, schema });
-    const gateway = createGateway({
-      store,
-      runner,
-      cluster: { leaseTtlMs: 10_000, recoveryIntervalMs: 200 },
-    });
-    await gateway.ready;
-    open.push(gateway);
-    gateways.push(gateway);
-  }
-  return gateways as [Gateway, Gateway];
-}
+const cluster = (runner: AgentRunner) =>
+  twoGateways({ url, prefix: "queue", runner, opened: (gateway) => open.push(gateway) });
 
 describe("queue modes across two gateways on one Postgres", () => {
   it("collect: messages sent through the other gateway are answered by one run", async () => {

@@ -1,8 +1,7 @@
-import { createGateway, createScriptedRunner, type Gateway, type GatewayEvent } from "@sessions/gateway";
+import { createScriptedRunner, type Gateway, type GatewayEvent } from "@sessions/gateway";
 import { createGatewayClient, type GatewayClient } from "@sessions/gateway-client";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createPostgresStore } from "./store.js";
-import { eventually, freshSchema } from "./testing/helpers.js";
+import { eventually, twoGateways } from "./testing/helpers.js";
 
 const url = inject("postgresUrl");
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -28,26 +27,13 @@ const runner = createScriptedRunner({
   },
 });
 
-/**
- * Two gateways on one schema, each with its own pool and LISTEN connection, as two processes would have. Leases
- * outlast a stall of a busy machine: none of these tests is about one lapsing.
- */
-async function twoGateways(): Promise<[Gateway, Gateway]> {
-  const schema = freshSchema("events");
-  const gateways: Gateway[] = [];
-  for (let i = 0; i < 2; i++) {
-    const store = await createPostgresStore({ connectionString: url, schema });
-    const gateway = createGateway({
-      store,
-      runner,
-      cluster: { leaseTtlMs: 10_000, recoveryIntervalMs: 200 },
-    });
-    await gateway.ready;
-    cleanup.push(() => gateway.close({ drainMs: 100 }));
-    gateways.push(gateway);
-  }
-  return gateways as [Gateway, Gateway];
-}
+const gateways = () =>
+  twoGateways({
+    url,
+    prefix: "events",
+    runner,
+    opened: (gateway) => cleanup.push(() => gateway.close({ drainMs: 100 })),
+  });
 
 async function clientOf(gateway: Gateway): Promise<GatewayClient> {
   const server = await gateway.listen({ host: "127.0.0.1", port: 0 });
@@ -69,7 +55,7 @@ function collect(client: GatewayClient) {
 
 describe("run events across gateways on one Postgres", () => {
   it("streams a run executing on A to a client subscribed on B: every delta, in order, and the final", async () => {
-    const [a, b] = await twoGateways();
+    const [a, b] = await gateways();
     const onB = await clientOf(b);
     await onB.sessions.subscribe({ keys: ["main"] });
     const seenB = collect(onB);
@@ -95,7 +81,7 @@ describe("run events across gateways on one Postgres", () => {
   });
 
   it("lets a client on B follow a run under way on A with streamRun", async () => {
-    const [a, b] = await twoGateways();
+    const [a, b] = await gateways();
     const onA = await clientOf(a);
     const onB = await clientOf(b);
     // Held on A's session lane by a first run, the second run waits queued: B knows of it before it starts.

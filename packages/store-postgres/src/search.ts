@@ -1,10 +1,4 @@
-import {
-  type SearchTerm,
-  searchableText,
-  searchBounds,
-  searchMessageMatch,
-  searchTerms,
-} from "@sessions/core";
+import { type SearchTerm, searchableText, searchBounds, searchMessageMatch } from "@sessions/core";
 import type {
   SearchMessageMatch,
   SearchSessionsQuery,

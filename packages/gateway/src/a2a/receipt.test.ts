@@ -1,29 +1,20 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { GatewayOptions } from "../gateway.js";
 import type { ScriptedAgent } from "../runner/scripted.js";
-import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import {
+  cleanupDirs,
+  eventually,
+  type Harness,
+  harness,
+  STORE_KINDS,
+  TREE_OPS,
+  treeMessage,
+} from "../test-kit.js";
 
 afterAll(cleanupDirs);
 
-const OPS = "agent:main:chat:group:ops";
+const OPS = TREE_OPS;
 const config = { tools: { sessions: { visibility: "agent" as const } } };
-
-const dm = (text: string) => ({
-  channel: "chat",
-  chatType: "direct" as const,
-  peerId: "alice",
-  senderId: "alice",
-  to: "user:alice",
-  text,
-});
-const ops = (text: string) => ({
-  channel: "chat",
-  chatType: "group" as const,
-  peerId: "ops",
-  senderId: "bob",
-  to: "group:ops",
-  text,
-});
 
 interface Receipt {
   id?: string;
@@ -49,7 +40,7 @@ describe.each(STORE_KINDS)("delivery receipts of sessions_send on the %s store",
 
   async function start(agent: ScriptedAgent, overrides: Partial<GatewayOptions> = {}) {
     h = await harness(kind, { main: agent }, { config, ...overrides });
-    for (const inbound of [dm("hi"), ops("hi")]) {
+    for (const inbound of [treeMessage("alice", "hi"), treeMessage("ops", "hi")]) {
       const { runId } = await h.gateway.receive(inbound);
       await h.gateway.agentWait({ runId: runId as string, timeoutMs: 60_000 });
     }

@@ -50,6 +50,29 @@ const toolCall = (
     { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: tokens },
   ]);
 
+/**
+ * A model whose first call waits for `release` and then asks for `sessions_list`; call `n` after it answers
+ * `later(n)`. `calls()`: how many calls it has had.
+ */
+function heldFirstStep(later: (n: number) => string) {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let calls = 0;
+  const model = new MockLanguageModelV3({
+    doStream: async () => {
+      calls++;
+      if (calls === 1) {
+        await held;
+        return toolCall("call-1", "sessions_list", { limit: 5 });
+      }
+      return text(later(calls));
+    },
+  });
+  return { model, release, calls: () => calls };
+}
+
 /** The plain text of a prompt message (text parts joined; system content is a string). */
 function promptText(message: PromptMessage | undefined): string {
   if (message === undefined) return "";
@@ -444,24 +467,10 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     }
   });
   it("steers: messages that arrive while a step runs join the conversation before the next model call", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let calls = 0;
-    const model = new MockLanguageModelV3({
-      doStream: async () => {
-        calls++;
-        if (calls === 1) {
-          await held;
-          return toolCall("call-1", "sessions_list", { limit: 5 });
-        }
-        return text(calls === 2 ? "Got all three." : "again");
-      },
-    });
+    const { model, release, calls } = heldFirstStep((n) => (n === 2 ? "Got all three." : "again"));
     const gw = await open(model);
     const first = await gw.gateway.receive(dm("first"));
-    await eventually(() => expect(calls).toBe(1), "the first model call");
+    await eventually(() => expect(calls()).toBe(1), "the first model call");
     await gw.gateway.sessions.patch({ key: first.sessionKey, queueMode: "steer" });
     const second = await gw.gateway.receive(dm("second"));
     const third = await gw.gateway.receive(dm("third"));
@@ -480,24 +489,10 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
   });
 
   it("does not steer under the default queue mode: later messages run afterwards", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let calls = 0;
-    const model = new MockLanguageModelV3({
-      doStream: async () => {
-        calls++;
-        if (calls === 1) {
-          await held;
-          return toolCall("call-1", "sessions_list", { limit: 5 });
-        }
-        return text(`reply ${calls}`);
-      },
-    });
+    const { model, release, calls } = heldFirstStep((n) => `reply ${n}`);
     const gw = await open(model);
     const first = await gw.gateway.receive(dm("first"));
-    await eventually(() => expect(calls).toBe(1), "the first model call");
+    await eventually(() => expect(calls()).toBe(1), "the first model call");
     const second = await gw.gateway.receive(dm("second"));
     release();
     await gw.gateway.agentWait({ runId: first.runId as string, timeoutMs: 60_000 });

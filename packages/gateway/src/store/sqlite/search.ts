@@ -7,6 +7,7 @@ import type {
   StoredEntry,
   StoredMessage,
 } from "../types.js";
+import { statementCache } from "./statements.js";
 
 /**
  * The FTS5 query of a user's terms: each a quoted string (so nothing in it is FTS5 syntax), a prefix query when
@@ -34,24 +35,7 @@ interface Found {
  * present (arrays are one JSON parameter each), so at most 2^6 statements are cached per connection.
  */
 export function createSqliteSearch(db: Database.Database) {
-  const cache = new Map<string, Database.Statement>();
-  const statement = (sql: string) => {
-    let stmt = cache.get(sql);
-    if (stmt === undefined) {
-      stmt = db.prepare(sql);
-      cache.set(sql, stmt);
-    }
-    return stmt;
-  };
-  const fixed = new Map<string, Database.Statement>();
-  const prepared = (name: string, sql: string) => {
-    let stmt = fixed.get(name);
-    if (stmt === undefined) {
-      stmt = db.prepare(sql);
-      fixed.set(name, stmt);
-    }
-    return stmt;
-  };
+  const { statement, size } = statementCache(db);
 
   /**
    * One pass over the index: the sessions in scope first, so that only their messages get a BM25 rank (most of a
@@ -118,11 +102,11 @@ export function createSqliteSearch(db: Database.Database) {
     for (const row of rows) if (row.title === 1) of(row.sid).title = true;
     const found = [...bySession.values()];
     if (found.length > 0) {
-      const sessions = prepared(
-        "sessions",
-        `SELECT k.id AS sid, e.key AS key, e.updated_at AS updatedAt FROM json_each(?) j
-           CROSS JOIN search_keys k CROSS JOIN entries e WHERE k.id = j.value AND e.key = k.key`,
-      ).all(JSON.stringify(found.map((f) => f.sid))) as { sid: number; key: string; updatedAt: number }[];
+      const sessions =
+        statement(`SELECT k.id AS sid, e.key AS key, e.updated_at AS updatedAt FROM json_each(?) j
+           CROSS JOIN search_keys k CROSS JOIN entries e WHERE k.id = j.value AND e.key = k.key`).all(
+          JSON.stringify(found.map((f) => f.sid)),
+        ) as { sid: number; key: string; updatedAt: number }[];
       for (const row of sessions) {
         const f = bySession.get(row.sid) as Found;
         f.key = row.key;
@@ -144,13 +128,13 @@ export function createSqliteSearch(db: Database.Database) {
     perSession: number,
     terms: readonly SearchTerm[],
   ): SessionSearchHit | undefined {
-    const row = prepared("entry", "SELECT data FROM entries WHERE key = ?").get(found.key) as
+    const row = statement("SELECT data FROM entries WHERE key = ?").get(found.key) as
       | { data: string }
       | undefined;
     if (row === undefined) return undefined;
     const relevance = Math.max(0, -found.rank);
     const best = [...found.messages].sort((a, b) => a.rank - b.rank || b.seq - a.seq).slice(0, perSession);
-    const read = prepared("message", "SELECT data FROM messages WHERE session_key = ? AND seq = ?");
+    const read = statement("SELECT data FROM messages WHERE session_key = ? AND seq = ?");
     return {
       entry: JSON.parse(row.data) as StoredEntry,
       score: (found.title ? 1 : 0) + relevance / (1 + relevance),
@@ -166,7 +150,7 @@ export function createSqliteSearch(db: Database.Database) {
 
   return {
     /** Prepared statements held now (for the store's statement count). */
-    size: () => cache.size + fixed.size,
+    size,
     searchSessions(query: SearchSessionsQuery): SessionSearchPage {
       const { terms, none, limit, offset, perSession, cap } = searchBounds(query);
       if (none) return { hits: [], hasMore: false, truncated: false };
@@ -181,23 +165,19 @@ export function createSqliteSearch(db: Database.Database) {
      * per transaction: batches make that cost small). A write: inside a unit.
      */
     flushPending(): void {
-      prepared(
-        "flushPending",
+      statement(
         "INSERT INTO messages_search (rowid, text) SELECT rowid, text FROM messages_search_pending",
       ).run();
-      prepared("clearPending", "DELETE FROM messages_search_pending").run();
+      statement("DELETE FROM messages_search_pending").run();
     },
     listAgentIds(): string[] {
       // A skip scan of entries_agent (archived, agent_id, …): one index seek per agent, not a read of every entry.
-      const rows = prepared(
-        "agentIds",
-        `WITH RECURSIVE a(archived, id) AS (
+      const rows = statement(`WITH RECURSIVE a(archived, id) AS (
           SELECT 0, (SELECT MIN(agent_id) FROM entries WHERE archived = 0)
           UNION ALL SELECT 1, (SELECT MIN(agent_id) FROM entries WHERE archived = 1)
           UNION ALL SELECT a.archived, (SELECT MIN(agent_id) FROM entries WHERE archived = a.archived AND agent_id > a.id)
             FROM a WHERE a.id IS NOT NULL)
-        SELECT DISTINCT id FROM a WHERE id IS NOT NULL`,
-      ).all() as { id: string }[];
+        SELECT DISTINCT id FROM a WHERE id IS NOT NULL`).all() as { id: string }[];
       return rows.map((row) => row.id);
     },
   };

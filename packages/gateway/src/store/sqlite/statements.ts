@@ -136,7 +136,14 @@ export interface PreparedQuery {
   params: unknown[];
 }
 
-export function createListStatements(db: Database.Database): ListStatements {
+/**
+ * Statements prepared on first use and kept, by their SQL text: for queries whose text varies with the filters
+ * present (a bounded number of shapes, never the values).
+ */
+export function statementCache(db: Database.Database): {
+  statement: (sql: string) => Database.Statement;
+  size: () => number;
+} {
   const cache = new Map<string, Database.Statement>();
   const statement = (sql: string) => {
     let stmt = cache.get(sql);
@@ -146,10 +153,15 @@ export function createListStatements(db: Database.Database): ListStatements {
     }
     return stmt;
   };
+  return { statement, size: () => cache.size };
+}
+
+export function createListStatements(db: Database.Database): ListStatements {
+  const { statement, size } = statementCache(db);
   const where = (clauses: string[]) => (clauses.length > 0 ? `WHERE ${clauses.join(" AND ")}` : "");
 
   return {
-    size: () => cache.size,
+    size,
     entries(query) {
       const clauses: string[] = [];
       const params: unknown[] = [];
