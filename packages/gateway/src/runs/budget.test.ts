@@ -204,12 +204,16 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
         "Stopped: this request's budget is spent (runs 2 of 2).",
       ),
     );
-    const tree = await settledTree(h, runId);
+    let tree = await settledTree(h, runId);
     expect(tree.runs.map((run) => run.kind)).toEqual(["agent", "inter_session"]);
-    const announce = tree.runs[1]?.deliveries.find((d) => d.kind === "announce");
-    expect(announce).toMatchObject({
-      status: "delivered",
-      text: "Stopped: this request's budget is spent (runs 2 of 2).",
+    // The channel has the notice; its delivery is marked delivered in the write after the send.
+    await eventually(async () => {
+      tree = await h.gateway.runs.tree({ runId });
+      const announce = tree.runs[1]?.deliveries.find((d) => d.kind === "announce");
+      expect(announce).toMatchObject({
+        status: "delivered",
+        text: "Stopped: this request's budget is spent (runs 2 of 2).",
+      });
     });
   });
 
