@@ -9,6 +9,22 @@ const DELIVERY_SCAN = 10_000;
 /** Interrupted runs ended per unit of work. */
 const RUNS_PER_UNIT = 200;
 
+/** How long a run of this gateway's that it never scheduled may wait for its request to be retried here. */
+const LOST_START_MS = 60_000;
+
+/**
+ * Whether `run` is this gateway's, recorded over a minute ago and still not scheduled here: the store committed its
+ * start and failed to answer (a database dying after the COMMIT). A retry of its request on this gateway runs it
+ * (`startRun`); without one, nothing ever would, so recovery ends it as an error and its waiters hear why.
+ */
+function lostStart(ctx: GatewayContext, run: RunRecord): boolean {
+  return (
+    run.owner === ctx.owner &&
+    ctx.runs.localRun(run.runId) === undefined &&
+    ctx.clock.now() - run.createdAt > LOST_START_MS
+  );
+}
+
 /**
  * Makes this gateway the owner of `run`, whose owner is gone, unless another gateway (recovering at the same
  * time) got there first: one unit of work re-reads it, so of several gateways exactly one resumes its work.
@@ -29,7 +45,7 @@ async function takeOver(
 
 /**
  * For work whose owner is gone (its gateway lease lapsed or its process died) — at start, and in cluster mode on
- * every recovery pass: runs left queued or running end as errors; sub-agents whose run ended get their announce;
+ * every recovery pass: runs left queued or running end as errors (so do this gateway's own lost starts); sub-agents whose run ended get their announce;
  * `sessions_send` follow-ups resume; deliveries it had claimed are freed (first) and sent. Each is taken over in a
  * unit of work that re-reads it, so when several gateways recover at once exactly one does each; and each step
  * after is keyed, so none happens twice.
@@ -48,7 +64,7 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
   if (freed > 0) await ctx.outbox.replay();
   const orphans: RunRecord[] = [];
   for (const run of await store.listRunsByStatus(["queued", "running"])) {
-    if (await gone(run.owner)) orphans.push(run);
+    if ((await gone(run.owner)) || lostStart(ctx, run)) orphans.push(run);
   }
   // A few units of work for all of them (not one per run): a dead gateway may leave many.
   for (let i = 0; i < orphans.length; i += RUNS_PER_UNIT) {
@@ -56,12 +72,15 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
       for (const run of orphans.slice(i, i + RUNS_PER_UNIT)) {
         const latest = await tx.getRun(run.runId);
         if (latest === undefined || isFinal(latest.status) || latest.owner !== run.owner) continue;
+        const lost = latest.owner === ctx.owner;
+        if (lost && !lostStart(ctx, latest)) continue;
         await tx.putRun({
           ...latest,
           status: "error",
           endedAt: clock.now(),
-          error:
-            latest.status === "running"
+          error: lost
+            ? "the store did not answer when the run was recorded, and the request was not retried: it never ran"
+            : latest.status === "running"
               ? "gateway restarted while the run was in progress"
               : "gateway restarted before the run started",
         });

@@ -30,7 +30,16 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
       throw error;
     }
     if (created.input === undefined) {
-      await slot?.giveBack(created.taken);
+      // A repeat, usually of a run under way or ended. But a start this gateway recorded whose answer the store lost
+      // (a database dying right after the commit) was never scheduled: nobody else will run it, so this retry does.
+      const input = await unscheduledInput(ctx, created.run);
+      if (input === undefined) {
+        await slot?.giveBack(created.taken);
+        return { run: created.run, created: false };
+      }
+      ctx.logger.warn("resuming a run whose recorded start was never answered", { runId: created.run.runId });
+      if (slot !== undefined) slot.taken = created.taken;
+      schedule(ctx, spec, created.run, input, undefined, slot);
       return { run: created.run, created: false };
     }
     if (slot !== undefined) slot.taken = created.taken;
@@ -46,6 +55,18 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
   return spec.budget !== undefined && spec.rootRunId !== undefined
     ? drawBudget(ctx, spec.rootRunId, spec.budget, begin)
     : begin();
+}
+
+/**
+ * The input of `run` when this gateway recorded its start but never scheduled it (the store committed the start and
+ * then failed to answer), else undefined: a run ended, under way here, or another gateway's is not this one's to run.
+ */
+async function unscheduledInput(ctx: GatewayContext, run: RunRecord): Promise<StoredMessage | undefined> {
+  if (run.status !== "queued" && run.status !== "running") return undefined;
+  if (run.owner !== ctx.owner || ctx.runs.localRun(run.runId) !== undefined || run.inputSeq === undefined)
+    return undefined;
+  const [input] = await ctx.store.readMessages(run.sessionKey, { limit: 1, beforeSeq: run.inputSeq + 1 });
+  return input?.seq === run.inputSeq ? input : undefined;
 }
 
 /** The head of an idle lane, reserved for a run while it is being recorded. */
