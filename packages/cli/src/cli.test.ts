@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createGatewayClient } from "@sessions/gateway-client";
+import { eventually } from "@sessions/testing/eventually";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatTable } from "./table.js";
 
@@ -336,6 +337,44 @@ describe("sessions-gateway", () => {
     second.child.kill("SIGTERM");
     expect(await exited).toBe(0);
     expect(serverLog).toContain("SIGTERM: draining");
+  });
+
+  it("logs each run's steps to stderr at --log-level debug, and refuses a level it does not know", async () => {
+    const debug = await startServer(["--port", "0", "--db", join(dir, "debug.db"), "--log-level", "debug"]);
+    let stderr = "";
+    debug.child.stderr?.on("data", (d) => {
+      stderr += String(d);
+    });
+    const c = createGatewayClient({ url: debug.url, token, reconnect: false });
+    try {
+      const { runId } = await c.agent({ message: "hi", idempotencyKey: "log-level" });
+      expect(await c.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
+      const lines = () => stderr.split("\n").filter((line) => line.includes(runId));
+      await eventually(() => lines().some((line) => line.includes("run ended")));
+      // In order, one line each: time, level, part, message, fields as JSON.
+      expect(lines().map((line) => line.replace(/^\S+ /, ""))).toEqual([
+        `debug runs: run recorded {"runId":"${runId}","sessionKey":"agent:main:main","kind":"agent","status":"running"}`,
+        `debug runs: run started {"runId":"${runId}","sessionKey":"agent:main:main","kind":"agent"}`,
+        `debug runs: run ended {"runId":"${runId}","sessionKey":"agent:main:main","kind":"agent","status":"ok"}`,
+      ]);
+      expect(lines().every((line) => /^\d{4}-\d\d-\d\dT[\d:.]+Z debug /.test(line))).toBe(true);
+    } finally {
+      await c.close();
+      debug.child.kill("SIGKILL");
+    }
+
+    const unknown = await failing(["serve", "--port", "0", "--db", join(dir, "x.db"), "--log-level", "loud"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr.trim().split("\n")[0]).toBe(
+      'sessions-gateway: --log-level must be one of debug, info, warn, error, silent (got "loud")',
+    );
+    const fromEnv = await failing(["serve", "--port", "0", "--db", join(dir, "x.db")], {
+      SESSIONS_LOG_LEVEL: "chatty",
+    });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toContain(
+      'SESSIONS_LOG_LEVEL must be one of debug, info, warn, error, silent (got "chatty")',
+    );
   });
 });
 

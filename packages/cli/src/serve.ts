@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { consoleAssetsDir } from "@sessions/console";
-import { SessionsError, toSessionsError } from "@sessions/core";
+import { type Logger, SessionsError, silentLogger, toSessionsError } from "@sessions/core";
 import {
   type AgentRunner,
   createGateway,
@@ -14,6 +14,8 @@ import {
 import JSON5 from "json5";
 import { z } from "zod";
 import { type OptionValues, text, usageError, wholeNumber } from "./args.js";
+import { LOG_LEVELS, type LogLevel, lineLogger, parseLogLevel } from "./logger.js";
+import { logRuns } from "./run-log.js";
 import { SERVE } from "./spec.js";
 import { startTelemetry } from "./telemetry.js";
 
@@ -113,6 +115,7 @@ export async function openStore(
   options: OptionValues,
   server: ServerSettings,
   command: string = SERVE.name,
+  logger: Logger = silentLogger,
 ): Promise<SessionStore> {
   const db = text(options.db);
   const flag = text(options.store);
@@ -126,12 +129,25 @@ export async function openStore(
     throw usageError(`${from} must be a postgres:// URL (SQLite files go to --db)`, command, from);
   }
   const { createPostgresStore } = await import("@sessions/store-postgres");
-  return createPostgresStore({ connectionString: url });
+  return createPostgresStore({ connectionString: url, logger });
+}
+
+/** `--log-level`, else `$SESSIONS_LOG_LEVEL`, else `info`. */
+function logLevel(options: OptionValues): LogLevel {
+  const flag = text(options["log-level"]);
+  const value = flag ?? (process.env.SESSIONS_LOG_LEVEL || undefined);
+  if (value === undefined) return "info";
+  const level = parseLogLevel(value);
+  if (level !== undefined) return level;
+  const from = flag !== undefined ? "--log-level" : "SESSIONS_LOG_LEVEL";
+  throw usageError(`${from} must be one of ${LOG_LEVELS.join(", ")} (got "${value}")`, SERVE.name, from);
 }
 
 /** `sessions-gateway serve` (options as `SERVE` in spec.ts declares them): runs until SIGINT/SIGTERM, drains, returns. */
 export async function serve(options: OptionValues, out: (line: string) => void): Promise<void> {
   const port = wholeNumber(options.port, "port", SERVE.name, -1, { min: 0, max: 65535 });
+  const level = logLevel(options);
+  const logger = lineLogger(level);
   const drainMs = wholeNumber(options["drain-ms"], "drain-ms", SERVE.name, 10_000);
   const configPath = text(options.config);
   const runnerSpec = text(options.runner);
@@ -149,15 +165,18 @@ export async function serve(options: OptionValues, out: (line: string) => void):
   }
   // Registered before the gateway starts, so its first run is traced.
   const telemetry = await startTelemetry();
-  const store = await openStore(options, server);
+  const store = await openStore(options, server, SERVE.name, logger);
   const gateway = createGateway({
     config,
     store,
+    logger,
     runner: await loadRunner(runnerSpec),
     // Only for a shared store: an object would turn cluster mode on for a SQLite file too.
     ...(server.cluster === undefined || store.kind === "sqlite" ? {} : { cluster: server.cluster }),
     ...(record === undefined ? {} : { record }),
   });
+  // Each run's steps, for operators following one request: only at debug (it costs a line per step).
+  if (level === "debug") logRuns(gateway, logger.child("runs"));
   const listening = await gateway.listen({
     host,
     port: port === -1 ? (server.port ?? 18789) : port,

@@ -62,6 +62,7 @@ export const ENVIRONMENT: readonly (readonly [name: string, meaning: string])[] 
     "SESSIONS_GATEWAY_STORE",
     "serve: the Postgres URL of --store (keeps the password out of the process list)",
   ],
+  ["SESSIONS_LOG_LEVEL", "serve: the log level of --log-level (debug, info, warn, error or silent)"],
   [
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "serve: export traces over OTLP/HTTP (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json; OTEL_SERVICE_NAME)",
@@ -143,6 +144,13 @@ export const SERVE: CommandSpec = {
       type: "boolean",
       description:
         "do not serve the operator console and web chat (by default at http://host:port/ and /chat)",
+    },
+    "log-level": {
+      type: "string",
+      placeholder: "debug|info|warn|error|silent",
+      description:
+        "what the gateway and its store log to stderr, one line each (time, level, part, message, fields as JSON)",
+      default: "$SESSIONS_LOG_LEVEL, else info",
     },
     ...HELP_OPTION,
   },

@@ -54,7 +54,20 @@ function serve(name: string, store: string, log: string[]): Promise<{ child: Chi
   return new Promise((resolveServe, reject) => {
     const child = spawn(
       process.execPath,
-      [bin, "serve", "--port", "0", "--store", store, "--config", config, "--runner", runner],
+      [
+        bin,
+        "serve",
+        "--port",
+        "0",
+        "--store",
+        store,
+        "--config",
+        config,
+        "--runner",
+        runner,
+        "--log-level",
+        "debug",
+      ],
       {
         env: { ...process.env, GATEWAY_NAME: name, SESSIONS_GATEWAY_TOKEN: "" },
         stdio: ["ignore", "pipe", "pipe"],

@@ -41,6 +41,7 @@ export function startCluster(
     owner: ctx.owner,
     settings,
     closed: () => ctx.tasks.closed,
+    logger: ctx.logger,
   });
   const unwatchLanes = ctx.store.watch((change) => {
     if (change.type === "run" && isFinal(change.status)) lanes.wake(change.sessionKey);

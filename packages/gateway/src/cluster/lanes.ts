@@ -1,3 +1,4 @@
+import type { Logger } from "@sessions/core";
 import type { Clock } from "../clock.js";
 import type { LaneHold } from "../context.js";
 import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
@@ -22,8 +23,9 @@ export function createClusterLanes(deps: {
   owner: string;
   settings: ClusterSettings;
   closed: () => boolean;
+  logger: Logger;
 }) {
-  const { store, clock, owner, settings } = deps;
+  const { store, clock, owner, settings, logger } = deps;
   const sleepers = new Map<string, Set<() => void>>();
 
   function sleep(sessionKey: string, ms: number): Promise<void> {
@@ -45,30 +47,43 @@ export function createClusterLanes(deps: {
     });
   }
 
+  /** One try at the lease: taken, or held by a live gateway (a dead one's on this host is freed for the next try). */
+  async function attempt(name: string): Promise<AcquireLeaseResult | "freed"> {
+    const now = clock.now();
+    const result = await store.acquireLease({
+      name,
+      owner,
+      ttlMs: settings.leaseTtlMs,
+      now,
+      data: leaseHolderData(),
+    });
+    if (result.acquired || !holderGone(result.holder, now)) return result;
+    // Its gateway died on this host: free the lane now rather than when the lease lapses.
+    await store.releaseLease(name, result.holder.owner);
+    return "freed";
+  }
+
   async function acquire(name: string, sessionKey: string): Promise<void> {
-    for (let delay = POLL_MIN_MS; ; delay = Math.min(POLL_MAX_MS, delay * 2)) {
-      const now = clock.now();
-      let result: AcquireLeaseResult;
+    const since = clock.now();
+    let warned = false;
+    for (let delay = POLL_MIN_MS, tries = 1; ; delay = Math.min(POLL_MAX_MS, delay * 2), tries++) {
+      let result: AcquireLeaseResult | "freed";
       try {
-        result = await store.acquireLease({
-          name,
-          owner,
-          ttlMs: settings.leaseTtlMs,
-          now,
-          data: leaseHolderData(),
-        });
+        result = await attempt(name);
       } catch (error) {
         // The store is back soon (a database restarting): the run waits for its lane as for a busy one.
         if (!isTransientStoreError(error) || deps.closed()) throw error;
+        if (!warned) logger.warn("the store is unavailable; waiting for the lease", { lease: name });
+        warned = true;
         await sleep(sessionKey, Math.max(delay, Math.min(POLL_MAX_MS, error.retryAfterMs ?? POLL_MAX_MS)));
         continue;
       }
-      if (result.acquired) return;
-      if (holderGone(result.holder, now)) {
-        // Its gateway died on this host: free the lane now rather than when the lease lapses.
-        await store.releaseLease(name, result.holder.owner);
-        continue;
+      if (result === "freed") continue;
+      if (result.acquired) {
+        if (tries > 1) logger.debug("took the lease", { lease: name, waitedMs: clock.now() - since, tries });
+        return;
       }
+      if (tries === 1) logger.debug("waiting for the lease", { lease: name, holder: result.holder.owner });
       await sleep(sessionKey, delay);
     }
   }
