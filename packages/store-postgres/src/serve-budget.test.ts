@@ -86,8 +86,9 @@ function serve(name: string, store: string, log: string[]): Promise<{ child: Chi
 }
 
 describe("a tree's budget on two sessions-gateway serve processes sharing Postgres", () => {
-  // Retried: on a starved machine a run of g1's tree was once seen queued for a minute (not yet understood: `serve`
-  // logs nothing of its background work), which leaves the tree short of the state this test kills g1 in.
+  // Retried: on a starved machine a run of g1's tree was once seen queued for a minute, which leaves the tree short of
+  // the state this test kills g1 in. Not seen since two causes of stuck runs were fixed (a lost start answer, a lane
+  // freed outside its retry); the gateways log at debug, so a failure prints each one's run steps.
   it("stops at its runs budget when the other gateway takes the tree over after a kill -9", {
     retry: 2,
   }, async () => {
