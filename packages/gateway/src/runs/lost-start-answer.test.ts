@@ -78,32 +78,38 @@ describe.each(cases)("a run start whose answer the %s store lost (%s)", (kind, _
       expect((await h?.gateway.chat.history({ sessionKey: "main", limit: 10 }))?.messages).toHaveLength(2),
     );
   });
+});
 
-  it.runIf(options.cluster !== undefined)(
-    "ends it as an error a minute on when the request is not retried, so its waiters hear",
-    async () => {
-      const flaky = loseStartAnswers(openStore(kind).store, 1);
-      const clock = createManualClock();
-      h = await harness(
-        kind,
-        { main: async (turn) => `echo: ${turn.text}` },
-        { cluster: { leaseTtlMs: 60_000, recoveryIntervalMs: 50 } },
-        { clock, channel: createFakeChannel(), store: flaky.store },
-      );
-      await expect(h.gateway.agent({ message: "hello", idempotencyKey: "given-up" })).rejects.toMatchObject({
-        code: "unavailable",
-      });
-      const run = await h.store.findRunByIdempotencyKey("given-up");
-      expect(run?.status).toBe("running");
-      const waited = h.gateway.agentWait({ runId: run?.runId as string, timeoutMs: 600_000 });
-      // Recovery passes before the minute leave it: a retry may still come.
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect((await h.store.getRun(run?.runId as string))?.status).toBe("running");
-      await clock.advance(60_001);
-      expect(await waited).toMatchObject({
-        status: "error",
-        error: expect.stringContaining("the request was not retried: it never ran"),
-      });
-    },
-  );
+// A gateway alone on its store ends such a run when it restarts; a cluster's recovery pass ends it sooner.
+describe.each(STORE_KINDS)("a run start whose answer the %s store lost, in cluster mode", (kind) => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.gateway.close({ drainMs: 0 });
+    h = undefined;
+  });
+
+  it("ends it as an error a minute on when the request is not retried, so its waiters hear", async () => {
+    const flaky = loseStartAnswers(openStore(kind).store, 1);
+    const clock = createManualClock();
+    h = await harness(
+      kind,
+      { main: async (turn) => `echo: ${turn.text}` },
+      { cluster: { leaseTtlMs: 60_000, recoveryIntervalMs: 50 } },
+      { clock, channel: createFakeChannel(), store: flaky.store },
+    );
+    await expect(h.gateway.agent({ message: "hello", idempotencyKey: "given-up" })).rejects.toMatchObject({
+      code: "unavailable",
+    });
+    const run = await h.store.findRunByIdempotencyKey("given-up");
+    expect(run?.status).toBe("running");
+    const waited = h.gateway.agentWait({ runId: run?.runId as string, timeoutMs: 600_000 });
+    // Recovery passes before the minute leave it: a retry may still come.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await h.store.getRun(run?.runId as string))?.status).toBe("running");
+    await clock.advance(60_001);
+    expect(await waited).toMatchObject({
+      status: "error",
+      error: expect.stringContaining("the request was not retried: it never ran"),
+    });
+  });
 });
