@@ -16,9 +16,11 @@ export async function queuedUserRuns(
 
 /**
  * Ends a queued run as taken by run `into` (`ok`, no reply, `mergedInto`), only while it is still queued and
- * its recorded owner's. Its gateway starts it through a write fenced the same way (`endRun` with that owner, on a
- * run still under way), and both read-and-write the run under its record lock inside a unit, so of this end and
- * that start exactly one happens. Returns the ended record, or `undefined` when the run had left the queue.
+ * its recorded owner's, and `into` is still running (a run that ended can no longer answer it). Its gateway starts
+ * it through a write fenced the same way (`endRun` with that owner, on a run still under way), and both
+ * read-and-write the run under its record lock inside a unit, so of this end and that start exactly one happens.
+ * Returns the ended record (also when `into` had taken it already: a retry after the store lost its answer), or
+ * `undefined` when the run had left the queue otherwise.
  */
 export async function mergeQueuedRun(
   ctx: Pick<GatewayContext, "store" | "clock">,
@@ -27,7 +29,9 @@ export async function mergeQueuedRun(
 ): Promise<RunRecord | undefined> {
   return ctx.store.transaction(async (tx) => {
     const current = await tx.getRun(queued.runId);
+    if (current?.mergedInto === into) return current;
     if (current === undefined || current.status !== "queued") return undefined;
+    if ((await tx.getRun(into))?.status !== "running") return undefined;
     const merged: RunRecord = { ...current, status: "ok", endedAt: ctx.clock.now(), mergedInto: into };
     return (await tx.endRun(merged, current.owner)) ? merged : undefined;
   });
@@ -51,15 +55,19 @@ export interface Absorbed {
 
 /**
  * Queue modes `collect` and `interrupt`, as a run starts: every other queued user's message of its session is
- * taken by it (each of those runs ends merged into it), appended to `taken` oldest first as it goes — so a retry
- * after a store outage keeps what an earlier attempt took.
+ * taken by it (each of those runs ends merged into it), appended to `taken` oldest first as it goes. Call it again
+ * with the same `absorbing` after a store outage: the runs it found queued the first time are taken again, so one
+ * whose merge committed but whose answer was lost is not left out.
  */
 export async function absorbQueued(
   ctx: Pick<GatewayContext, "store" | "clock">,
   run: RunRecord,
   taken: Absorbed[],
+  absorbing: { queued?: RunRecord[] },
 ): Promise<void> {
-  for (const queued of await queuedUserRuns(ctx.store, run.sessionKey, run.runId)) {
+  absorbing.queued ??= await queuedUserRuns(ctx.store, run.sessionKey, run.runId);
+  for (const queued of absorbing.queued) {
+    if (taken.some((t) => t.run.runId === queued.runId)) continue;
     const merged = await mergeQueuedRun(ctx, queued, run.runId);
     if (merged === undefined) continue;
     const input = await inputOf(ctx.store, merged);

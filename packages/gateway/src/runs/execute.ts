@@ -70,7 +70,8 @@ export async function executeRun(
     if (mode === "collect" || mode === "interrupt") {
       // It answers every user's message waiting behind it: the model sees them all, the newest as its input.
       const taken: Absorbed[] = [];
-      await stored(() => absorbQueued(ctx, run, taken));
+      const absorbing = {};
+      await stored(() => absorbQueued(ctx, run, taken, absorbing));
       const newest = taken.at(-1);
       if (newest !== undefined && newest.input.seq > last.seq) last = newest.input;
       // The reply goes where the newest message that wants one came from.

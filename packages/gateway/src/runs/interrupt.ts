@@ -22,10 +22,19 @@ export function followInterrupts(ctx: GatewayContext): Partial<LifecycleHooks> {
   };
 }
 
+/**
+ * Aborts the running runs of `arrived`'s session that answer an older user's message, while `arrived` still waits:
+ * once a run has taken it (or it started), that run answers it and must not be aborted on its behalf.
+ */
 async function interrupt(ctx: GatewayContext, arrived: RunRecord): Promise<void> {
   const entry = await ctx.store.getEntry(arrived.sessionKey);
   if (sessionQueueMode(ctx, arrived.sessionKey, entry) !== "interrupt") return;
-  for (const run of await ctx.store.listRunsByStatus(["running"])) {
-    if (run.sessionKey === arrived.sessionKey && run.userMessage === true) abortRun(ctx, run);
+  const active = (await ctx.store.listRunsByStatus(["queued", "running"])).filter(
+    (run) => run.sessionKey === arrived.sessionKey,
+  );
+  if (!active.some((run) => run.runId === arrived.runId && run.status === "queued")) return;
+  const seq = arrived.inputSeq ?? Number.POSITIVE_INFINITY;
+  for (const run of active) {
+    if (run.status === "running" && run.userMessage === true && (run.inputSeq ?? 0) < seq) abortRun(ctx, run);
   }
 }

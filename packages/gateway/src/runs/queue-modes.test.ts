@@ -3,13 +3,14 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createManualClock } from "../clock.js";
 import { BUSY_NOTICE } from "../inbound/receive.js";
 import { createScriptedRunner, type ScriptedAgent } from "../runner/scripted.js";
-import type { RunRecord } from "../store/types.js";
+import type { RunRecord, SessionStore } from "../store/types.js";
 import {
   cleanupDirs,
   createFakeChannel,
   eventually,
   type Harness,
   harness,
+  openStore,
   STORE_KINDS,
 } from "../test-kit.js";
 import { messageText } from "../transcript.js";
@@ -198,6 +199,58 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     for (const id of [b, c]) expect((await wait(id)).mergedInto).toBe(a);
     expect(agent.turns.map((t) => t.text)).toEqual(["first", "c"]);
     expect(agent.turns[1]?.users).toEqual(["first", "a", "b", "c"]);
+    agent.release();
+  });
+
+  it("interrupt never aborts the run that took the message, however late the message's interrupt comes", async () => {
+    const agent = heldAgent();
+    let holdC: () => void = () => {};
+    const cHeld = new Promise<void>((resolve) => {
+      holdC = resolve;
+    });
+    const inner: ScriptedAgent = async (turn) => {
+      if (turn.text === "c") await cHeld;
+      return agent.agent(turn);
+    };
+    // The interrupts' reads of the running runs wait until the test lets each one through, in order.
+    const base = openStore(kind).store;
+    const blocked: (() => void)[] = [];
+    let gated = false;
+    const store: SessionStore = new Proxy(base, {
+      get(target, prop, receiver) {
+        if (prop === "listRunsByStatus") {
+          return async (statuses: readonly string[]) => {
+            if (gated && statuses.includes("running")) await new Promise<void>((go) => blocked.push(go));
+            return target.listRunsByStatus(statuses as never);
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    h = await harness(
+      kind,
+      { main: inner },
+      { config: { agents: { defaults: { queueMode: "interrupt" } } } },
+      { clock: createManualClock(), channel: createFakeChannel(), store },
+    );
+    const first = await send("first");
+    await eventually(async () => expect((await runOf(first)).status).toBe("running"), "first running");
+    gated = true;
+    const b = await send("b");
+    const c = await send("c");
+    await eventually(() => expect(blocked).toHaveLength(2), "both interrupts waiting");
+    // b's interrupt aborts first; b's run starts and takes c (it answers it), and is held there.
+    blocked.shift()?.();
+    await eventually(async () => expect((await runOf(c)).mergedInto).toBe(b), "b took c");
+    expect((await runOf(b)).status).toBe("running");
+    // c's interrupt comes late: c is taken, so it aborts nothing.
+    blocked.shift()?.();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    holdC();
+    expect(await wait(b)).toMatchObject({ status: "ok", reply: "reply to c" });
+    expect(await wait(c)).toMatchObject({ status: "ok", mergedInto: b });
+    expect((await runOf(first)).status).toBe("aborted");
     agent.release();
   });
 
