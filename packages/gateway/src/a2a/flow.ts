@@ -145,6 +145,11 @@ async function replyBackAndAnnounce(
   }
   // A gateway that is closing leaves the announce to the next start (the run's follow-up stays pending).
   if (ctx.tasks.closed) return;
+  if (stoppedAtDeadline(announce)) {
+    // The announce step itself ran into its tree's budget deadline: the target's channel is told so.
+    await announceNotice(ctx, primary, deadlineNotice(primary));
+    return;
+  }
   const text = announce.reply ?? "";
   if (announce.status !== "ok" || text.trim() === "" || isAnnounceSkip(text)) {
     const suppressedReason = announce.status !== "ok" ? `announce step ${announce.status}` : "ANNOUNCE_SKIP";

@@ -304,6 +304,69 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
     );
   });
 
+  it("posts the deadline notice where the announce would have gone when the deadline stops the announce step", async () => {
+    const agent: ScriptedAgent = async (turn) => {
+      if (turn.sessionKey === B) {
+        if (turn.kind !== "announce") return turn.kind === "inter_session" ? "round one" : "hi";
+        await turn.sleep(3_600_000);
+        return "never announced";
+      }
+      if (turn.kind === "ping_pong") return "REPLY_SKIP";
+      if (turn.text !== "go") return "hello";
+      await turn.callTool("sessions_send", { sessionKey: B, message: "deploy?", timeoutSeconds: 0 });
+      return "sent";
+    };
+    h = await harness(kind, { main: agent }, { config: deepTrees() });
+    const hi = await h.gateway.receive({
+      channel: "chat",
+      chatType: "group",
+      peerId: "b",
+      senderId: "sam",
+      to: "group:b",
+      text: "hi",
+    });
+    await h.gateway.agentWait({ runId: hi.runId as string, timeoutMs: 60_000 });
+    const { runId } = await h.gateway.agent({ message: "go", idempotencyKey: "k", budget: { seconds: 10 } });
+    let announceRun: string | undefined;
+    await eventually(async () => {
+      const tree = await (h as Harness).gateway.runs.tree({ runId });
+      announceRun = tree.runs.find((run) => run.kind === "announce" && run.status === "running")?.runId;
+      expect(announceRun).toBeDefined();
+    }, "the announce step running");
+    await h.clock.advance(10_000);
+    await eventually(() =>
+      expect(h?.channel.sent.map((s) => [s.target.to, s.message.text])).toContainEqual([
+        "group:b",
+        expect.stringMatching(/^Stopped: this request's budget is spent \(deadline .* passed\)\.$/),
+      ]),
+    );
+    expect((await h.store.getRun(announceRun as string))?.status).toBe("timeout");
+  });
+
+  it("starts a tree's clock when its first run starts, not while that run waits for its session", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    h = await harness(kind, {
+      main: async (turn) => {
+        if (turn.text === "first") await held;
+        return `done: ${turn.text}`;
+      },
+    });
+    const first = await h.gateway.agent({ message: "first", idempotencyKey: "first" });
+    await eventually(async () => expect((await h?.store.getRun(first.runId))?.status).toBe("running"));
+    const { runId } = await h.gateway.agent({ message: "go", idempotencyKey: "go", budget: { seconds: 5 } });
+    expect((await h.store.getRun(runId))?.status).toBe("queued");
+    // It waits longer than its budget's seconds behind the session's run, then starts with all of them ahead.
+    await h.clock.advance(60_000);
+    release();
+    const waited = await h.gateway.agentWait({ runId, timeoutMs: 60_000 });
+    expect(waited).toMatchObject({ status: "ok", reply: "done: go", budget: { left: { seconds: 5 } } });
+    const run = await h.store.getRun(runId);
+    expect(run?.budget?.deadlineAt).toBe((run?.startedAt ?? 0) + 5_000);
+  });
+
   it("takes the budget from the request, else the session, else the agent, else the defaults", async () => {
     h = await harness(
       kind,

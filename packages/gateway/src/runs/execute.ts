@@ -33,7 +33,13 @@ export async function executeRun(
   const { store, clock } = ctx;
   const release = spec.subagentSlot ? await ctx.runs.subagentSlots.acquire() : undefined;
   let timer: unknown;
-  let run: RunRecord = { ...queued, status: "running", startedAt: queued.startedAt ?? clock.now() };
+  const startedAt = queued.startedAt ?? clock.now();
+  let run: RunRecord = { ...queued, status: "running", startedAt };
+  // A tree's clock starts with its first run: a root that waited for its session's lane moves its deadline on by
+  // the wait (written with its start; its children copy the budget from it).
+  const budget = queued.budget;
+  if (queued.status === "queued" && queued.rootRunId === undefined && budget?.deadlineAt !== undefined)
+    run.budget = { ...budget, deadlineAt: budget.deadlineAt + Math.max(0, startedAt - queued.createdAt) };
   let usage: RunUsage | undefined;
   // Set when someone else ended the run before it started: its waiters here learn of it all the same.
   let ended: RunRecord | undefined;
