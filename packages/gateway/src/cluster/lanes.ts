@@ -136,9 +136,15 @@ export function createClusterLanes(deps: {
      */
     async exclusive<T>(name: string, task: () => Promise<T>): Promise<T> {
       await acquire(name, name);
+      // Renewed while the task runs, as a lane is: a slow store call must not let another gateway in meanwhile.
+      const renew = setInterval(() => {
+        store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
+      }, settings.heartbeatMs);
+      renew.unref();
       try {
         return await task();
       } finally {
+        clearInterval(renew);
         await store.releaseLease(name, owner).catch(() => false);
       }
     },
