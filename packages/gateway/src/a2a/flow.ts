@@ -6,6 +6,7 @@ import { causedBy } from "../runs/cause.js";
 import { runAndWait } from "../runs/run-and-wait.js";
 import { channelFor } from "../sessions/entries.js";
 import type { RunRecord } from "../store/types.js";
+import { untilStored } from "../store/until-stored.js";
 import { toolContextFor } from "../tools/tool-context.js";
 import { agentToAgentContext, interSession } from "./provenance.js";
 import { announceDeliveryId, nothingAnnounced } from "./receipt.js";
@@ -15,9 +16,42 @@ export function followAgentToAgent(ctx: GatewayContext): Partial<LifecycleHooks>
   return {
     ended(run, followUps) {
       if (followUps && run.followUp?.kind === "agent_to_agent" && run.followUpDone !== true)
-        ctx.tasks.track(agentToAgentFlow(ctx, run));
+        ctx.tasks.track(followUpOf(ctx, run));
     },
   };
+}
+
+/**
+ * The follow-up of a `sessions_send` run, which ends in an outcome whatever happens: when a step fails (the gateway
+ * staying up), the announce is recorded suppressed with the failure as its reason and the follow-up marked done, so
+ * the sender's receipt resolves instead of reading `pending` until a restart. An announce already queued stands (the
+ * same delivery key). A closing gateway leaves it to the next start, which resumes it.
+ */
+async function followUpOf(ctx: GatewayContext, primary: RunRecord): Promise<void> {
+  try {
+    await agentToAgentFlow(ctx, primary);
+  } catch (error) {
+    if (ctx.tasks.closed) return;
+    const message = error instanceof Error ? error.message : String(error);
+    ctx.logger.error("the follow-up of a sessions_send failed", { runId: primary.runId, error: message });
+    const settle = async () => {
+      await ctx.outbox.enqueue({
+        ...announceDelivery(primary),
+        // The session's channel if it can still be read; the record is what matters.
+        target: { channel: await channelFor(ctx, primary.sessionKey).catch(() => "unknown"), to: "-" },
+        text: "",
+        suppressedReason: `the announce step failed: ${message}`,
+      });
+      const latest = await ctx.store.getRun(primary.runId);
+      if (latest !== undefined) await ctx.store.putRun({ ...latest, followUpDone: true });
+    };
+    await untilStored(settle, { clock: ctx.clock, stop: () => ctx.tasks.closed }).catch((failed: unknown) =>
+      ctx.logger.error("could not record the failed follow-up", {
+        runId: primary.runId,
+        error: String(failed),
+      }),
+    );
+  }
 }
 
 /** Runs the follow-up of a `sessions_send` run and marks it done (so a restart resumes it only if needed). */

@@ -1,11 +1,16 @@
+import { type Logger, silentLogger } from "@sessions/core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { createManualClock } from "../clock.js";
 import type { GatewayOptions } from "../gateway.js";
 import type { ScriptedAgent } from "../runner/scripted.js";
+import type { SessionStore } from "../store/types.js";
 import {
   cleanupDirs,
+  createFakeChannel,
   eventually,
   type Harness,
   harness,
+  openStore,
   STORE_KINDS,
   TREE_OPS,
   treeMessage,
@@ -38,8 +43,13 @@ describe.each(STORE_KINDS)("delivery receipts of sessions_send on the %s store",
     await h?.close();
   });
 
-  async function start(agent: ScriptedAgent, overrides: Partial<GatewayOptions> = {}) {
-    h = await harness(kind, { main: agent }, { config, ...overrides });
+  async function start(agent: ScriptedAgent, overrides: Partial<GatewayOptions> = {}, store?: SessionStore) {
+    h = await harness(
+      kind,
+      { main: agent },
+      { config, ...overrides },
+      store === undefined ? undefined : { clock: createManualClock(), channel: createFakeChannel(), store },
+    );
     for (const inbound of [treeMessage("alice", "hi"), treeMessage("ops", "hi")]) {
       const { runId } = await h.gateway.receive(inbound);
       await h.gateway.agentWait({ runId: runId as string, timeoutMs: 60_000 });
@@ -130,6 +140,61 @@ describe.each(STORE_KINDS)("delivery receipts of sessions_send on the %s store",
     await eventually(async () =>
       expect((await read(failed.delivery.id as string)).delivery).toEqual(failed.delivery),
     );
+  });
+
+  it("resolves a send whose follow-up failed on a gateway that stays up: suppressed with the failure, not pending", async () => {
+    // While armed, the store fails every read of the target session (a fault that is no outage to wait out).
+    let failing = false;
+    const base = openStore(kind).store;
+    const store: SessionStore = new Proxy(base, {
+      get(target, prop, receiver) {
+        if (prop === "getEntry") {
+          return async (key: string) => {
+            if (failing && key === OPS) throw new Error("the disk is on fire");
+            return target.getEntry(key);
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    // The fault lasts until the gateway has given the follow-up up.
+    const errors: string[] = [];
+    const logger: Logger = {
+      ...silentLogger,
+      error: (message) => {
+        errors.push(message);
+        if (message === "the follow-up of a sessions_send failed") failing = false;
+      },
+      child: () => logger,
+    };
+    const target = gate();
+    await start(
+      async (turn) => {
+        if (turn.kind === "inter_session") {
+          await target.opened;
+          return "green";
+        }
+        return turn.kind === "ping_pong" ? "REPLY_SKIP" : "ok";
+      },
+      { logger },
+      store,
+    );
+    const sent = await send("status?", 0);
+    const id = sent.delivery.id as string;
+    await eventually(async () => expect((await h.store.getRun(sent.runId))?.status).toBe("running"));
+    failing = true;
+    target.open();
+    await eventually(async () =>
+      expect((await read(id)).delivery).toEqual({
+        id,
+        status: "suppressed",
+        reason: "the announce step failed: the disk is on fire",
+      }),
+    );
+    expect(errors).toEqual(["the follow-up of a sessions_send failed"]);
+    expect(h.channel.sent.filter((m) => m.message.text.includes("green"))).toHaveLength(0);
+    expect((await h.store.getRun(sent.runId))?.followUpDone).toBe(true);
   });
 
   it("shows a delivery only through the session it went to", async () => {
