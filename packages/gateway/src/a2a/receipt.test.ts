@@ -142,6 +142,66 @@ describe.each(STORE_KINDS)("delivery receipts of sessions_send on the %s store",
     );
   });
 
+  it("gives an aborted target run's outcome as the receipt records it", async () => {
+    const target = gate();
+    await start(async (turn) => {
+      if (turn.kind === "inter_session") await target.opened;
+      return "ok";
+    });
+    const sending = send("wait for it");
+    await eventually(async () => {
+      const runs = await h.gateway.runs.list({ sessionKey: OPS });
+      expect(runs.runs.some((run) => run.status === "running")).toBe(true);
+    }, "the target run running");
+    await h.gateway.chat.abort({ sessionKey: OPS });
+    const aborted = await sending;
+    expect(aborted.delivery).toMatchObject({
+      status: "suppressed",
+      reason: expect.stringMatching(/^the target run ended aborted/),
+    });
+    await eventually(async () =>
+      expect((await read(aborted.delivery.id as string)).delivery).toEqual(aborted.delivery),
+    );
+    target.open();
+  });
+
+  it("says a target run stopped at its tree's deadline still has an outcome to come: the deadline notice", async () => {
+    let result: { delivery?: Receipt } | undefined;
+    await start(async (turn) => {
+      if (turn.kind === "inter_session") await turn.sleep(3_600_000);
+      if (turn.text === "go") {
+        result = await turn.callTool("sessions_send", {
+          sessionKey: OPS,
+          message: "think",
+          timeoutSeconds: 600,
+        });
+        return "sent";
+      }
+      return "ok";
+    });
+    await h.gateway.agent({
+      sessionKey: "main",
+      message: "go",
+      idempotencyKey: "deadline",
+      budget: { seconds: 30 },
+    });
+    await eventually(async () => {
+      const runs = await h.gateway.runs.list({ sessionKey: OPS });
+      expect(runs.runs.some((run) => run.status === "running")).toBe(true);
+    }, "the target run running");
+    await h.clock.advance(30_000);
+    await eventually(() => expect(result).toBeDefined(), "the send's result");
+    const id = result?.delivery?.id as string;
+    expect(result?.delivery).toEqual({ id, status: "pending" });
+    await eventually(async () => {
+      const delivery = (await read(id)).delivery;
+      expect(delivery).toMatchObject({ id, status: "delivered" });
+    });
+    expect(h.channel.sent.map((m) => m.message.text)).toContainEqual(
+      expect.stringMatching(/^Stopped: this request's budget is spent \(deadline .* passed\)\.$/),
+    );
+  });
+
   it("resolves a send whose follow-up failed on a gateway that stays up: suppressed with the failure, not pending", async () => {
     // While armed, the store fails every read of the target session (a fault that is no outage to wait out).
     let failing = false;

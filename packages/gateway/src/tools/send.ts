@@ -2,10 +2,10 @@ import type { parseToolParams, SessionsSendResult } from "@sessions/core";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
 import { announceDeliveryId, nothingAnnounced } from "../a2a/receipt.js";
 import type { GatewayContext } from "../context.js";
-import { isBudgetExceeded } from "../runs/budget.js";
+import { isBudgetExceeded, stoppedAtDeadline } from "../runs/budget.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
-import { waitRun } from "../runs/wait.js";
+import { isFinal, waitRun } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
 import { budgetRefusal, guardTree, noteGuard } from "./guards.js";
 import { displayKey, resolveTarget } from "./resolve.js";
@@ -78,12 +78,19 @@ export async function sendTool(
       delivery: pending,
     };
   }
+  // What the follow-up decides from the run as recorded (a wait reports an aborted run as an error, say).
+  const ended = await ctx.store.getRun(run.runId);
+  const outcome = ended !== undefined && isFinal(ended.status) ? ended : waited;
   return {
     runId: run.runId,
     status: "error",
     sessionKey,
     error: waited.error ?? "run failed",
-    // The follow-up records this receipt as suppressed, with the same reason.
-    delivery: { ...pending, status: "suppressed", reason: nothingAnnounced(waited) },
+    // Stopped at its tree's budget deadline, the follow-up posts a notice under this id: it is still to come.
+    // Otherwise the follow-up records this receipt as suppressed, with the same reason.
+    delivery:
+      ended !== undefined && stoppedAtDeadline(ended)
+        ? pending
+        : { ...pending, status: "suppressed", reason: nothingAnnounced(outcome) },
   };
 }
