@@ -80,18 +80,21 @@ export async function executeRun(
       await stored(() => absorbQueued(ctx, run, taken, absorbing));
       const newest = taken.at(-1);
       if (newest !== undefined && newest.input.seq > last.seq) last = newest.input;
-      // The reply goes where the newest message that wants one came from.
-      const target = [...taken].reverse().find((t) => t.run.deliverTo !== undefined)?.run.deliverTo;
-      if (target !== undefined) run = { ...run, deliverTo: target };
+      run = replyWhereNewestAsked(
+        run,
+        taken.map((t) => t.run),
+      );
     }
     const history = await stored(() =>
       readHistory(store, spec.sessionKey, { limit: ctx.historyWindow, beforeSeq: last.seq + 1 }),
     );
+    const steered: RunRecord[] = [];
     const steering =
-      run.userMessage === true && ctx.runner.steering === true ? steeringFor(ctx, run) : undefined;
+      run.userMessage === true && ctx.runner.steering === true ? steeringFor(ctx, run, steered) : undefined;
     const result = await control.race(
       ctx.runner.run(runRequest(ctx, run, spec, last, history, entry, control, steering)),
     );
+    run = replyWhereNewestAsked(run, steered);
     const reply = typeof result?.reply === "string" ? result.reply : "";
     usage = result?.usage;
     run = { ...run, status: "ok", endedAt: clock.now(), reply, ...(usage === undefined ? {} : { usage }) };
@@ -126,6 +129,12 @@ export async function executeRun(
   // A discarded end leaves the run's follow-up work to the gateway that recovered it.
   ctx.lifecycle.emit("ended", run, !discarded.has(run));
   return run;
+}
+
+/** `run` with its reply going where the newest of the messages it took (oldest first) that wants one came from. */
+function replyWhereNewestAsked(run: RunRecord, taken: readonly RunRecord[]): RunRecord {
+  const target = [...taken].reverse().find((t) => t.deliverTo !== undefined)?.deliverTo;
+  return target === undefined ? run : { ...run, deliverTo: target };
 }
 
 /**

@@ -160,6 +160,37 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     expect(await replies()).toEqual(["reply to first"]);
   });
 
+  it("steer sends the reply where the newest steered message that wants one came from", async () => {
+    const agent = heldAgent(1);
+    const clock = createManualClock();
+    const runner = createScriptedRunner({ agents: { main: agent.agent }, clock, steering: true });
+    h = await harness(
+      kind,
+      { main: agent.agent },
+      { runner, config: { agents: { defaults: { queueMode: "steer" } } } },
+      { clock, channel: createFakeChannel() },
+    );
+    // The running turn came from the web chat (no reply target); the message steered into it, from a chat.
+    const first = await send("first");
+    await eventually(async () => expect((await runOf(first)).status).toBe("running"), "first running");
+    const inbound = await h.gateway.receive({
+      channel: "chat",
+      chatType: "direct",
+      peerId: "sam",
+      senderId: "sam",
+      to: "sam",
+      text: "also this",
+      agentId: "main",
+    });
+    expect((await runOf(inbound.runId as string)).status).toBe("queued");
+    agent.release();
+    expect(await wait(inbound.runId as string)).toMatchObject({ status: "ok", mergedInto: first });
+    await eventually(() =>
+      expect(h?.channel.sent.map((m) => [m.target.to, m.message.text])).toEqual([["sam", "reply to first"]]),
+    );
+    expect(agent.turns[0]?.steered).toEqual([["also this"]]);
+  });
+
   it("steer falls back to followup with a runner that cannot steer", async () => {
     const agent = heldAgent();
     h = await harness(kind, { main: agent.agent });

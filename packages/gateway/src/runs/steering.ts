@@ -14,6 +14,8 @@ import { sessionQueueMode } from "./queue-modes.js";
 export function steeringFor(
   ctx: Pick<GatewayContext, "store" | "clock" | "config">,
   run: RunRecord,
+  /** The runs `steer` took, oldest first (their replies are this run's). */
+  taken: RunRecord[] = [],
 ): () => Promise<TranscriptMessage[]> {
   const handed = new Set<string>();
   return async () => {
@@ -22,10 +24,11 @@ export function steeringFor(
     const messages: TranscriptMessage[] = [];
     for (const queued of await queuedUserRuns(ctx.store, run.sessionKey, run.runId)) {
       if (handed.has(queued.runId)) continue;
-      const taken = mode === "steer" ? await mergeQueuedRun(ctx, queued, run.runId) : queued;
-      if (taken === undefined) continue;
+      const merged = mode === "steer" ? await mergeQueuedRun(ctx, queued, run.runId) : queued;
+      if (merged === undefined) continue;
       handed.add(queued.runId);
-      const input = await inputOf(ctx.store, taken);
+      if (mode === "steer") taken.push(merged);
+      const input = await inputOf(ctx.store, merged);
       if (input !== undefined) messages.push(input);
     }
     return messages;
