@@ -1,5 +1,5 @@
 import { Lanes, Semaphore } from "./lanes.js";
-import type { GuardRecord, RunRecord } from "./store/types.js";
+import type { GuardRecord, RunRecord, RunUsage } from "./store/types.js";
 
 /**
  * The abort switch of a run this process holds. Most runs are never aborted: the `AbortSignal` a runner sees is
@@ -12,6 +12,20 @@ export class RunControl {
   reason: unknown;
   /** Calls of the run the tree's guards refused: recorded with its end. */
   readonly guards: GuardRecord[] = [];
+  /** What the runner's finished model steps used so far (its `usage` events), added up. */
+  spent: RunUsage | undefined;
+
+  /** Adds one model step's usage to `spent`. */
+  addUsage(usage: RunUsage): void {
+    const sum = (a: number | undefined, b: number | undefined) =>
+      a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0);
+    const spent: RunUsage = {};
+    for (const field of ["inputTokens", "outputTokens", "totalTokens", "costUsd"] as const) {
+      const value = sum(this.spent?.[field], usage[field]);
+      if (value !== undefined) spent[field] = value;
+    }
+    this.spent = spent;
+  }
 
   constructor(readonly sessionKey: string) {}
 

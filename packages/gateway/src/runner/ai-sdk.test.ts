@@ -245,6 +245,22 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     expect(gw2.channel.sent.filter((s) => s.message.kind === "reply")).toHaveLength(0);
   });
 
+  it("records what a failed run's finished steps used: its first step's tokens, when the second call fails", async () => {
+    let calls = 0;
+    const model = new MockLanguageModelV3({
+      doStream: async () => {
+        calls++;
+        if (calls === 1) return toolCall("call-1", "sessions_list", { limit: 5 }, usage(30, 8));
+        throw new Error("provider overloaded");
+      },
+    });
+    const gw = await open(model);
+    const { result, wait } = await receiveAndWait(gw, dm("which sessions exist?"));
+    expect(wait).toMatchObject({ status: "error", error: "provider overloaded" });
+    const run = await gw.store.getRun(result.runId as string);
+    expect(run?.usage).toEqual({ inputTokens: 30, outputTokens: 8, totalTokens: 38 });
+  });
+
   it("executes a tool call through the gateway and replies with the next step's text", async () => {
     const model = new MockLanguageModelV3({
       doStream: [

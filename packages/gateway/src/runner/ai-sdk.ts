@@ -8,6 +8,7 @@ import {
   type ToolSet,
   tool,
 } from "ai";
+import type { RunUsage } from "../store/types.js";
 import { messageText } from "../transcript.js";
 import type { AgentRunner, AgentRunRequest, AgentRunResult } from "./types.js";
 
@@ -118,6 +119,9 @@ export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
       for await (const part of result.fullStream) {
         if (part.type === "text-delta") {
           if (part.text !== "") request.emit({ type: "text-delta", text: part.text });
+        } else if (part.type === "finish-step") {
+          // Counted as it goes: a run that fails or is stopped later still counts what its steps used.
+          request.emit({ type: "usage", usage: runUsage(part.usage) });
         } else if (part.type === "error") {
           // streamText reports model and tool-loop errors as stream parts, not rejections: fail the run.
           throw part.error;
@@ -126,15 +130,20 @@ export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
         }
       }
       const reply = await result.text;
-      const usage = await result.totalUsage;
-      return {
-        reply,
-        usage: {
-          ...(usage.inputTokens === undefined ? {} : { inputTokens: usage.inputTokens }),
-          ...(usage.outputTokens === undefined ? {} : { outputTokens: usage.outputTokens }),
-          ...(usage.totalTokens === undefined ? {} : { totalTokens: usage.totalTokens }),
-        },
-      };
+      return { reply, usage: runUsage(await result.totalUsage) };
     },
+  };
+}
+
+/** The AI SDK's token counts as a run's usage (only the counts it knows). */
+function runUsage(usage: {
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  totalTokens?: number | undefined;
+}): RunUsage {
+  return {
+    ...(usage.inputTokens === undefined ? {} : { inputTokens: usage.inputTokens }),
+    ...(usage.outputTokens === undefined ? {} : { outputTokens: usage.outputTokens }),
+    ...(usage.totalTokens === undefined ? {} : { totalTokens: usage.totalTokens }),
   };
 }

@@ -102,7 +102,9 @@ function note(
   calls: Map<string, { id: string; tool: string; params: unknown; result?: unknown }>,
   event: AgentRunEvent,
 ): void {
-  if (event.type === "text-delta") {
+  if (event.type === "usage") {
+    // The turn's usage is recorded with its end.
+  } else if (event.type === "text-delta") {
     events.push({ text: event.text });
   } else if (event.type === "tool-call") {
     const call = { id: event.toolCallId, tool: event.toolName, params: event.params };

@@ -16,7 +16,12 @@ export interface RunnerTool {
 export type AgentRunEvent =
   | { type: "text-delta"; text: string }
   | { type: "tool-call"; toolCallId: string; toolName: string; params: unknown }
-  | { type: "tool-result"; toolCallId: string; toolName: string; result: unknown };
+  | { type: "tool-result"; toolCallId: string; toolName: string; result: unknown }
+  /**
+   * What one model step used, reported as it finishes: a run that then fails, times out or is aborted still counts
+   * what it spent (its tree's budget). A result's `usage`, when the runner returns one, is the run's total and wins.
+   */
+  | { type: "usage"; usage: RunUsage };
 
 /** One run as the gateway hands it to a runner. */
 export interface AgentRunRequest {

@@ -1,8 +1,10 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { GatewayEvent } from "../gateway.js";
 import type { ScriptedAgent } from "../runner/scripted.js";
+import type { AgentRunner } from "../runner/types.js";
 import type { StoredMessage } from "../store/types.js";
 import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { messageText } from "../transcript.js";
 
 afterAll(cleanupDirs);
 
@@ -365,6 +367,50 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
     expect(waited).toMatchObject({ status: "ok", reply: "done: go", budget: { left: { seconds: 5 } } });
     const run = await h.store.getRun(runId);
     expect(run?.budget?.deadlineAt).toBe((run?.startedAt ?? 0) + 5_000);
+  });
+
+  it("counts what a failed run's model steps used, so failing runs cannot spend a tree's tokens unseen", async () => {
+    const results: { status: string; code?: string }[] = [];
+    const runner: AgentRunner = {
+      async run(request) {
+        if (request.sessionKey === B) {
+          if (request.kind !== "inter_session") return { reply: "hi" };
+          // One model step (600 tokens), then the model fails.
+          request.emit({ type: "usage", usage: { inputTokens: 500, outputTokens: 100, totalTokens: 600 } });
+          throw new Error("model exploded");
+        }
+        if (messageText(request.input) !== "go") return { reply: "ok" };
+        const send = request.tools.find((tool) => tool.name === "sessions_send");
+        for (let i = 0; i < 3; i++)
+          results.push(
+            (await send?.execute({ sessionKey: B, message: `try ${i}`, timeoutSeconds: 30 })) as {
+              status: string;
+            },
+          );
+        return { reply: "done" };
+      },
+    };
+    h = await harness(kind, {}, { runner, config: deepTrees() });
+    const hi = await h.gateway.receive({
+      channel: "chat",
+      chatType: "group",
+      peerId: "b",
+      senderId: "sam",
+      to: "group:b",
+      text: "hi",
+    });
+    await h.gateway.agentWait({ runId: hi.runId as string, timeoutMs: 60_000 });
+    const { runId } = await h.gateway.agent({ message: "go", idempotencyKey: "k", budget: { tokens: 1000 } });
+    await h.gateway.agentWait({ runId, timeoutMs: 60_000 });
+    // Two failed runs spent 1,200 tokens: the third send is refused.
+    expect(results.map((r) => r.code ?? r.status)).toEqual(["error", "error", "budget_exceeded"]);
+    const tree = await settledTree(h, runId);
+    const failed = tree.runs.filter((run) => run.kind === "inter_session");
+    expect(failed.map((run) => [run.status, run.usage?.totalTokens])).toEqual([
+      ["error", 600],
+      ["error", 600],
+    ]);
+    expect(tree.budget?.spent.tokens).toBeGreaterThanOrEqual(1200);
   });
 
   it("takes the budget from the request, else the session, else the agent, else the defaults", async () => {

@@ -96,11 +96,14 @@ export async function executeRun(
     );
     run = replyWhereNewestAsked(run, steered);
     const reply = typeof result?.reply === "string" ? result.reply : "";
-    usage = result?.usage;
+    usage = result?.usage ?? control.spent;
     run = { ...run, status: "ok", endedAt: clock.now(), reply, ...(usage === undefined ? {} : { usage }) };
   } catch (error) {
     const reason = control.aborted ? control.reason : error;
     const endedAt = clock.now();
+    // What its model steps used before it failed or was stopped still counts (its tree's budget).
+    usage = control.spent;
+    if (usage !== undefined) run = { ...run, usage };
     if (reason instanceof RunTimeout) {
       run = { ...run, status: "timeout", error: reason.message, endedAt };
       budgetStop = reason instanceof BudgetDeadline;
@@ -196,7 +199,10 @@ function runRequest(
     get signal() {
       return control.signal;
     },
-    emit: (event: AgentRunEvent) => emitRunnerEvent(ctx, run, event),
+    emit: (event: AgentRunEvent) => {
+      if (event.type === "usage") control.addUsage(event.usage);
+      else emitRunnerEvent(ctx, run, event);
+    },
   };
   const model = spec.model ?? entry?.model;
   const thinking = spec.thinking ?? entry?.thinkingLevel;
