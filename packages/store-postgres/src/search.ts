@@ -43,15 +43,22 @@ type HitRow = {
   n: number;
   title: boolean;
   truncated: boolean;
+  /** The session's best messages (seq as text, and record), best first; null without any. */
+  seqs: string[] | null;
+  datas: string[] | null;
 };
-type MessageRow = { key: string; seq: string; data: string };
 
 const messageMatch = (message: StoredMessage, terms: readonly SearchTerm[]): SearchMessageMatch =>
   searchMessageMatch(message, searchableText(message) ?? "", terms);
 
 /** `searchSessions` and `listAgentIds` on the tables of schema `s` (quoted). */
 export function createSearchOperations(s: string) {
-  function hitsQuery(query: SearchSessionsQuery, match: string, cap: number, limit: number, offset: number) {
+  function hitsQuery(
+    query: SearchSessionsQuery,
+    match: string,
+    bounds: { cap: number; limit: number; offset: number; perSession: number },
+  ) {
+    const { cap, limit, offset } = bounds;
     const values: unknown[] = [match, cap];
     const param = (value: unknown) => {
       values.push(value);
@@ -66,9 +73,14 @@ export function createSearchOperations(s: string) {
       clauses.push(`NOT (e.key = ANY(${param([...query.excludeKeys])}::text[]))`);
     if (query.updatedSince !== undefined) clauses.push(`e.updated_at >= ${param(query.updatedSince)}`);
     const scope = clauses.map((c) => ` AND ${c}`).join("");
+    // The probe takes the query's words, its cap and its scope; the page's bounds follow.
+    const probeValues = [...values];
     // The matching messages of sessions in scope, the most recently updated session's first, up to the cap and one
     // more (which tells that there were more); only those are ranked (ts_rank reads each one's tsvector again). Each
-    // session by its best message, with the sessions whose key, label or display name match; best first.
+    // session by its best message, with the sessions whose key, label or display name match; best first. Only the
+    // page's sessions are read whole (a lookup each, rather than a pass over every session), each with its best
+    // `perSession` messages of those ranked.
+    const perSession = param(bounds.perSession);
     const text = `WITH q AS (SELECT to_tsquery('simple', $1) AS q),
       hits AS MATERIALIZED (SELECT e.updated_at AS u, m.session_key AS key, m.seq
         FROM ${s}.messages m JOIN ${s}.entries e ON e.key = m.session_key, q
@@ -76,21 +88,28 @@ export function createSearchOperations(s: string) {
         ORDER BY e.updated_at DESC, m.session_key DESC, m.seq DESC LIMIT $2 + 1),
       ranked AS (SELECT * FROM hits h WHERE (SELECT count(*) FROM hits) <= $2
         OR (h.u, h.key, h.seq) > (SELECT l.u, l.key, l.seq FROM hits l ORDER BY l.u, l.key, l.seq LIMIT 1)),
-      per AS (SELECT h.key, max(ts_rank(m.search, q.q, 1)) AS rank, count(*)::int AS n
-        FROM ranked h JOIN ${s}.messages m ON m.session_key = h.key AND m.seq = h.seq, q GROUP BY h.key),
-      titles AS (SELECT e.key FROM ${s}.entries e, q WHERE ${SESSION_SEARCH_TEXT} @@ q.q${scope}),
-      found AS (SELECT coalesce(per.key, titles.key) AS key, per.rank, coalesce(per.n, 0) AS n,
-          titles.key IS NOT NULL AS title
-        FROM per FULL JOIN titles ON titles.key = per.key)
-    SELECT e.data, f.key, f.rank, f.n, f.title, (SELECT count(*) FROM hits) > $2 AS truncated
-    FROM found f JOIN ${s}.entries e ON e.key = f.key
-    ORDER BY f.title DESC, coalesce(f.rank, 0) DESC, e.updated_at DESC, e.key ASC
-    LIMIT ${param(limit + 1)} OFFSET ${param(offset)}`;
+      rows AS MATERIALIZED (SELECT h.key, h.seq, h.u, ts_rank(m.search, q.q, 1) AS rank
+        FROM ranked h JOIN ${s}.messages m ON m.session_key = h.key AND m.seq = h.seq, q),
+      per AS (SELECT key, max(u) AS u, max(rank) AS rank, count(*)::int AS n FROM rows GROUP BY key),
+      titles AS (SELECT e.key, e.updated_at AS u FROM ${s}.entries e, q WHERE ${SESSION_SEARCH_TEXT} @@ q.q${scope}),
+      found AS (SELECT coalesce(per.key, titles.key) AS key, coalesce(per.u, titles.u) AS u, per.rank,
+          coalesce(per.n, 0) AS n, titles.key IS NOT NULL AS title
+        FROM per FULL JOIN titles ON titles.key = per.key),
+      page AS (SELECT * FROM found ORDER BY title DESC, coalesce(rank, 0) DESC, u DESC, key ASC
+        LIMIT ${param(limit + 1)} OFFSET ${param(offset)})
+    SELECT e.data, p.key, p.rank, p.n, p.title, (SELECT count(*) FROM hits) > $2 AS truncated, b.seqs, b.datas
+    FROM page p JOIN ${s}.entries e ON e.key = p.key
+      LEFT JOIN LATERAL (SELECT array_agg(t.seq ORDER BY t.rank DESC, t.seq DESC) AS seqs,
+          array_agg(m.data ORDER BY t.rank DESC, t.seq DESC) AS datas
+        FROM (SELECT r.seq, r.rank FROM rows r WHERE r.key = p.key ORDER BY r.rank DESC, r.seq DESC
+          LIMIT ${perSession}) t
+        JOIN ${s}.messages m ON m.session_key = p.key AND m.seq = t.seq) b ON true
+    ORDER BY p.title DESC, coalesce(p.rank, 0) DESC, p.u DESC, p.key ASC`;
     const probe = `WITH q AS (SELECT to_tsquery('simple', $1) AS q)
     SELECT count(*) > $2 AS truncated FROM (
       SELECT 1 FROM ${s}.messages m JOIN ${s}.entries e ON e.key = m.session_key, q
       WHERE m.search @@ q.q${scope} LIMIT $2 + 1) m`;
-    return { text, probe, values };
+    return { text, probe, values, probeValues };
   }
 
   return {
@@ -98,39 +117,27 @@ export function createSearchOperations(s: string) {
       const { terms, none, limit, offset, perSession, cap } = searchBounds(query);
       if (none) return { hits: [], hasMore: false, truncated: false };
       const match = tsQuery(terms);
-      const { text, probe, values } = hitsQuery(query, match, cap, limit, offset);
+      const { text, probe, values, probeValues } = hitsQuery(query, match, {
+        cap,
+        limit,
+        offset,
+        perSession,
+      });
       const rows = (await db.query<HitRow>(text, values)).rows;
       const truncated =
         rows[0]?.truncated ??
-        (await db.query<{ truncated: boolean }>(probe, values.slice(0, values.length - 2))).rows[0]
-          ?.truncated === true;
+        (await db.query<{ truncated: boolean }>(probe, probeValues)).rows[0]?.truncated === true;
       const page = rows.slice(0, limit);
-      const withMessages = page.filter((row) => row.n > 0).map((row) => row.key);
-      const best = new Map<string, SearchMessageMatch[]>();
-      if (perSession > 0 && withMessages.length > 0) {
-        const messages = await db.query<MessageRow>(
-          `WITH q AS (SELECT to_tsquery('simple', $1) AS q)
-           SELECT key, seq, data FROM (
-             SELECT m.session_key AS key, m.seq, m.data, row_number() OVER (
-               PARTITION BY m.session_key ORDER BY ts_rank(m.search, q.q, 1) DESC, m.seq DESC) AS r
-             FROM ${s}.messages m, q WHERE m.session_key = ANY($2::text[]) AND m.search @@ q.q) ranked
-           WHERE r <= $3 ORDER BY key, r`,
-          [match, withMessages, perSession],
-        );
-        for (const row of messages.rows) {
-          const message = { ...(JSON.parse(row.data) as StoredMessage), seq: Number(row.seq) };
-          const list = best.get(row.key) ?? [];
-          list.push(messageMatch(message, terms));
-          best.set(row.key, list);
-        }
-      }
       const hits: SessionSearchHit[] = page.map((row) => {
         const relevance = row.rank === null ? 0 : Math.max(0, Number(row.rank));
+        const datas = row.datas ?? [];
         return {
           entry: JSON.parse(row.data) as StoredEntry,
           score: (row.title ? 1 : 0) + relevance / (1 + relevance),
           matchedMessages: row.n,
-          messages: best.get(row.key) ?? [],
+          messages: datas.map((data, i) =>
+            messageMatch({ ...(JSON.parse(data) as StoredMessage), seq: Number(row.seqs?.[i]) }, terms),
+          ),
         };
       });
       return { hits, hasMore: rows.length > limit, truncated };
