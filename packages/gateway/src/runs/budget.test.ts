@@ -43,6 +43,19 @@ async function toolResults(h: Harness, sessionKey: string): Promise<Refusal[]> {
   );
 }
 
+/** Someone writes in #b, so that the session exists and has a channel to announce on. */
+async function openRoomB(h: Harness): Promise<void> {
+  const hi = await h.gateway.receive({
+    channel: "chat",
+    chatType: "group",
+    peerId: "b",
+    senderId: "sam",
+    to: "group:b",
+    text: "hi",
+  });
+  await h.gateway.agentWait({ runId: hi.runId as string, timeoutMs: 60_000 });
+}
+
 /** Every run of the tree has ended (none is queued or running). */
 async function settledTree(h: Harness, rootRunId: string) {
   let tree = await h.gateway.runs.tree({ runId: rootRunId });
@@ -190,16 +203,7 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
       return "sent";
     };
     h = await harness(kind, { main: agent }, { config: deepTrees() });
-    // #b has a channel to announce on.
-    const hi = await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "b",
-      senderId: "sam",
-      to: "group:b",
-      text: "hi",
-    });
-    await h.gateway.agentWait({ runId: hi.runId as string, timeoutMs: 60_000 });
+    await openRoomB(h);
     const { runId } = await h.gateway.agent({ message: "go", idempotencyKey: "k", budget: { runs: 2 } });
     await eventually(() =>
       expect(h.channel.sent.map((s) => s.message.text)).toContain(
@@ -319,15 +323,7 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
       return "sent";
     };
     h = await harness(kind, { main: agent }, { config: deepTrees() });
-    const hi = await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "b",
-      senderId: "sam",
-      to: "group:b",
-      text: "hi",
-    });
-    await h.gateway.agentWait({ runId: hi.runId as string, timeoutMs: 60_000 });
+    await openRoomB(h);
     const { runId } = await h.gateway.agent({ message: "go", idempotencyKey: "k", budget: { seconds: 10 } });
     let announceRun: string | undefined;
     await eventually(async () => {
@@ -391,15 +387,7 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
       },
     };
     h = await harness(kind, {}, { runner, config: deepTrees() });
-    const hi = await h.gateway.receive({
-      channel: "chat",
-      chatType: "group",
-      peerId: "b",
-      senderId: "sam",
-      to: "group:b",
-      text: "hi",
-    });
-    await h.gateway.agentWait({ runId: hi.runId as string, timeoutMs: 60_000 });
+    await openRoomB(h);
     const { runId } = await h.gateway.agent({ message: "go", idempotencyKey: "k", budget: { tokens: 1000 } });
     await h.gateway.agentWait({ runId, timeoutMs: 60_000 });
     // Two failed runs spent 1,200 tokens: the third send is refused.

@@ -51,6 +51,17 @@ function heldAgent(steerCalls = 1) {
   return { agent, turns, release: () => release() };
 }
 
+/** Sam's direct message to the main agent (its main session), from the chat channel. */
+const fromSam = (text: string) => ({
+  channel: "chat",
+  chatType: "direct" as const,
+  peerId: "sam",
+  senderId: "sam",
+  to: "sam",
+  text,
+  agentId: "main",
+});
+
 describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
   let h: Harness | undefined;
   afterEach(async () => {
@@ -173,15 +184,7 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     // The running turn came from the web chat (no reply target); the message steered into it, from a chat.
     const first = await send("first");
     await eventually(async () => expect((await runOf(first)).status).toBe("running"), "first running");
-    const inbound = await h.gateway.receive({
-      channel: "chat",
-      chatType: "direct",
-      peerId: "sam",
-      senderId: "sam",
-      to: "sam",
-      text: "also this",
-      agentId: "main",
-    });
+    const inbound = await h.gateway.receive(fromSam("also this"));
     expect((await runOf(inbound.runId as string)).status).toBe("queued");
     agent.release();
     expect(await wait(inbound.runId as string)).toMatchObject({ status: "ok", mergedInto: first });
@@ -300,15 +303,7 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     expect(refused).toMatchObject({ code: "busy", field: "sessionKey", retryAfterMs: expect.any(Number) });
     // A repeat of the accepted message is its run, not a refusal.
     expect(await send("first")).toBe(first);
-    const inbound = await h.gateway.receive({
-      channel: "chat",
-      chatType: "direct",
-      peerId: "sam",
-      senderId: "sam",
-      to: "sam",
-      text: "hello",
-      agentId: "main",
-    });
+    const inbound = await h.gateway.receive(fromSam("hello"));
     expect(inbound).toMatchObject({ rejected: { code: "busy" } });
     expect(inbound.runId).toBeUndefined();
     // The sender is told, not left wondering.
