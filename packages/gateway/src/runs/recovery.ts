@@ -45,10 +45,10 @@ async function takeOver(
 
 /**
  * For work whose owner is gone (its gateway lease lapsed or its process died) — at start, and in cluster mode on
- * every recovery pass: runs left queued or running end as errors (so do this gateway's own lost starts); sub-agents whose run ended get their announce;
- * `sessions_send` follow-ups resume; deliveries it had claimed are freed (first) and sent. Each is taken over in a
- * unit of work that re-reads it, so when several gateways recover at once exactly one does each; and each step
- * after is keyed, so none happens twice.
+ * every recovery pass: runs left queued or running end as errors (so do this gateway's own lost starts);
+ * sub-agents whose run ended get their announce; `sessions_send` follow-ups resume; deliveries it had claimed are
+ * freed (first) and sent. Each is taken over in a unit of work that re-reads it, so when several gateways recover
+ * at once exactly one does each; and each step after is keyed, so none happens twice.
  */
 export async function recoverRuns(ctx: GatewayContext): Promise<void> {
   const { store, clock } = ctx;

@@ -39,7 +39,8 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
       }
       ctx.logger.warn("resuming a run whose recorded start was never answered", { runId: created.run.runId });
       if (slot !== undefined) slot.taken = created.taken;
-      schedule(ctx, spec, created.run, input, undefined, slot);
+      // Its session as it is now: the run reads its overrides from it (the start's own copy was lost).
+      schedule(ctx, spec, created.run, input, await ctx.store.getEntry(spec.sessionKey), slot);
       return { run: created.run, created: false };
     }
     if (slot !== undefined) slot.taken = created.taken;
