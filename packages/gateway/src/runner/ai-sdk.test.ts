@@ -490,14 +490,16 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     await gw.gateway.sessions.patch({ key: first.sessionKey, queueMode: "steer" });
     const second = await gw.gateway.receive(dm("second"));
     const third = await gw.gateway.receive(dm("third"));
+    // A message without text (an attachment, say) is taken too: the model is told it had none.
+    const empty = await gw.gateway.receive(dm("  "));
     release();
     const wait = await gw.gateway.agentWait({ runId: first.runId as string, timeoutMs: 60_000 });
     expect(wait).toMatchObject({ status: "ok", reply: "Got all three." });
-    // The second call saw the tool's answer, then the two messages that arrived, as user messages.
+    // The second call saw the tool's answer, then the messages that arrived, as user messages.
     const prompt = model.doStreamCalls[1]?.prompt ?? [];
-    expect(prompt.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user", "user"]);
-    expect(prompt.slice(-2).map(promptText)).toEqual(["second", "third"]);
-    for (const run of [second, third]) {
+    expect(prompt.map((m) => m.role)).toEqual(["user", "assistant", "tool", "user", "user", "user"]);
+    expect(prompt.slice(-3).map(promptText)).toEqual(["second", "third", "(the message had no text)"]);
+    for (const run of [second, third, empty]) {
       const result = await gw.gateway.agentWait({ runId: run.runId as string, timeoutMs: 60_000 });
       expect(result).toMatchObject({ status: "ok", mergedInto: first.runId });
     }

@@ -24,11 +24,21 @@ export interface AiSdkRunnerOptions {
   maxSteps?: number | undefined;
 }
 
-function toModelMessages(messages: readonly TranscriptMessage[]): ModelMessage[] {
+/** What the model is given for a user's message without text (an attachment, say), rather than nothing. */
+const NO_TEXT = "(the message had no text)";
+
+/**
+ * Transcript messages as model messages: users' and the assistant's text. A message without text is left out, or
+ * with `keepEmpty`, a user's is given as {@link NO_TEXT} (a message handed to the model must reach it).
+ */
+function toModelMessages(messages: readonly TranscriptMessage[], keepEmpty = false): ModelMessage[] {
   const out: ModelMessage[] = [];
   for (const message of messages) {
     const text = messageText(message);
-    if (text.trim() === "") continue;
+    if (text.trim() === "") {
+      if (keepEmpty && message.role === "user") out.push({ role: "user", content: NO_TEXT });
+      continue;
+    }
     if (message.role === "assistant") out.push({ role: "assistant", content: text });
     else if (message.role === "user") {
       const from = message.provenance?.sourceSessionKey;
@@ -60,7 +70,8 @@ function steerBetweenSteps(request: AgentRunRequest, initialCount: number) {
   const taken: { after: number; messages: ModelMessage[] }[] = [];
   return async ({ stepNumber, messages }: { stepNumber: number; messages: ModelMessage[] }) => {
     if (stepNumber === 0) return undefined;
-    const arrived = toModelMessages(await takeSteering());
+    // Each steered message was taken from its own run: it reaches the model even without text.
+    const arrived = toModelMessages(await takeSteering(), true);
     if (arrived.length > 0) taken.push({ after: messages.length - initialCount, messages: arrived });
     if (taken.length === 0) return undefined;
     const responses = messages.slice(initialCount);
@@ -103,7 +114,7 @@ export function createAiSdkRunner(options: AiSdkRunnerOptions): AgentRunner {
         .join("\n\n");
       const messages = toModelMessages(request.messages);
       // A first message without text (an attachment, say) still reaches the model instead of failing the run.
-      if (messages.length === 0) messages.push({ role: "user", content: "(the message had no text)" });
+      if (messages.length === 0) messages.push({ role: "user", content: NO_TEXT });
       const prepareStep = steerBetweenSteps(request, messages.length);
       const result = streamText({
         model,
