@@ -14,7 +14,8 @@ export function parseLogLevel(value: string): LogLevel | undefined {
 
 /**
  * A logger that writes one line per entry at `level` and above: `<ISO time> <level> <prefix>: <message> <fields as
- * JSON>`, the prefix naming the part that logged (`serve`, `gateway`, `store-postgres`). Lines go to `write` (stderr by default), so a `serve` that prints its URL on stdout keeps stdout clean.
+ * JSON>`, the prefix naming the part that logged (`serve`, `gateway`, `store-postgres`). Lines go to `write` (stderr
+ * by default), so a `serve` that prints its URL on stdout keeps stdout clean.
  */
 export function lineLogger(
   level: LogLevel,

@@ -35,15 +35,10 @@ async function followUpOf(ctx: GatewayContext, primary: RunRecord): Promise<void
     const message = error instanceof Error ? error.message : String(error);
     ctx.logger.error("the follow-up of a sessions_send failed", { runId: primary.runId, error: message });
     const settle = async () => {
-      await ctx.outbox.enqueue({
-        ...announceDelivery(primary),
-        // The session's channel if it can still be read; the record is what matters.
-        target: { channel: await channelFor(ctx, primary.sessionKey).catch(() => "unknown"), to: "-" },
-        text: "",
-        suppressedReason: `the announce step failed: ${message}`,
-      });
-      const latest = await ctx.store.getRun(primary.runId);
-      if (latest !== undefined) await ctx.store.putRun({ ...latest, followUpDone: true });
+      // The session's channel if it can still be read; the record is what matters.
+      const channel = await channelFor(ctx, primary.sessionKey).catch(() => "unknown");
+      await ctx.outbox.enqueue(suppressedAnnounce(primary, channel, `the announce step failed: ${message}`));
+      await markFollowUpDone(ctx, primary.runId);
     };
     await untilStored(settle, { clock: ctx.clock, stop: () => ctx.tasks.closed }).catch((failed: unknown) =>
       ctx.logger.error("could not record the failed follow-up", {
@@ -71,15 +66,16 @@ export async function agentToAgentFlow(ctx: GatewayContext, primary: RunRecord):
     await announceNotice(ctx, primary, deadlineNotice(primary));
   } else {
     // No reply-back and no announce: the receipt the sender holds says why.
-    await ctx.outbox.enqueue({
-      ...announceDelivery(primary),
-      target: { channel: await channelFor(ctx, primary.sessionKey), to: "-" },
-      text: "",
-      suppressedReason: nothingAnnounced(primary),
-    });
+    const channel = await channelFor(ctx, primary.sessionKey);
+    await ctx.outbox.enqueue(suppressedAnnounce(primary, channel, nothingAnnounced(primary)));
   }
   if (ctx.tasks.closed) return;
-  const latest = await ctx.store.getRun(primary.runId);
+  await markFollowUpDone(ctx, primary.runId);
+}
+
+/** Records that a `sessions_send` run's follow-up is done: a restart does not resume it. */
+async function markFollowUpDone(ctx: GatewayContext, runId: string): Promise<void> {
+  const latest = await ctx.store.getRun(runId);
   if (latest !== undefined) await ctx.store.putRun({ ...latest, followUpDone: true });
 }
 
@@ -134,16 +130,9 @@ async function replyBackAndAnnounce(
     }
   }
   if (ctx.tasks.closed) return;
-  const base = announceDelivery(primary);
-  const nowhere = { channel: targetChannel, to: "-" };
   const targetEntry = await store.getEntry(targetKey);
   if (targetEntry === undefined) {
-    await ctx.outbox.enqueue({
-      ...base,
-      target: nowhere,
-      text: "",
-      suppressedReason: "target session deleted",
-    });
+    await ctx.outbox.enqueue(suppressedAnnounce(primary, targetChannel, "target session deleted"));
     return;
   }
   const announce = await budgeted(
@@ -186,17 +175,17 @@ async function replyBackAndAnnounce(
   }
   const text = announce.reply ?? "";
   if (announce.status !== "ok" || text.trim() === "" || isAnnounceSkip(text)) {
-    const suppressedReason = announce.status !== "ok" ? `announce step ${announce.status}` : "ANNOUNCE_SKIP";
-    await ctx.outbox.enqueue({ ...base, target: nowhere, text, suppressedReason });
+    const reason = announce.status !== "ok" ? `announce step ${announce.status}` : "ANNOUNCE_SKIP";
+    await ctx.outbox.enqueue(suppressedAnnounce(primary, targetChannel, reason, text));
     return;
   }
   const target = resolveAnnounceTarget(targetKey, targetEntry);
   if (target === null) {
-    const suppressedReason = "target session has no delivery context";
-    await ctx.outbox.enqueue({ ...base, target: nowhere, text, suppressedReason });
+    const reason = "target session has no delivery context";
+    await ctx.outbox.enqueue(suppressedAnnounce(primary, targetChannel, reason, text));
     return;
   }
-  await ctx.outbox.enqueue({ ...base, target, text });
+  await ctx.outbox.enqueue({ ...announceDelivery(primary), target, text });
 }
 
 /** A follow-up run, or the refusal of a tree whose budget is spent. */
@@ -212,15 +201,19 @@ const budgeted = (started: Promise<RunRecord>): Promise<RunRecord | BudgetExceed
  * resolves to it. Without a delivery context it is recorded suppressed with the notice as its reason.
  */
 async function announceNotice(ctx: GatewayContext, primary: RunRecord, notice: string): Promise<void> {
-  const base = announceDelivery(primary);
   const entry = await ctx.store.getEntry(primary.sessionKey);
   const target = entry === undefined ? null : resolveAnnounceTarget(primary.sessionKey, entry);
   if (target === null) {
-    const nowhere = { channel: await channelFor(ctx, primary.sessionKey), to: "-" };
-    await ctx.outbox.enqueue({ ...base, target: nowhere, text: notice, suppressedReason: notice });
+    const channel = await channelFor(ctx, primary.sessionKey);
+    await ctx.outbox.enqueue(suppressedAnnounce(primary, channel, notice, notice));
     return;
   }
-  await ctx.outbox.enqueue({ ...base, target, text: notice });
+  await ctx.outbox.enqueue({ ...announceDelivery(primary), target, text: notice });
+}
+
+/** The announce of a `sessions_send` run recorded as not sent, for `reason`, on the target session's `channel`. */
+function suppressedAnnounce(primary: RunRecord, channel: string, reason: string, text = "") {
+  return { ...announceDelivery(primary), target: { channel, to: "-" }, text, suppressedReason: reason };
 }
 
 /** The announce delivery of a `sessions_send` run: one per run, under the id its sender was given. */

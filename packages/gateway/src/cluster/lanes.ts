@@ -88,6 +88,15 @@ export function createClusterLanes(deps: {
     }
   }
 
+  /** Renews the held lease `name` every heartbeat (while `holding()`) until the returned stop is called. */
+  function keepRenewed(name: string, holding: () => boolean = () => true): () => void {
+    const renew = setInterval(() => {
+      if (holding()) store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
+    }, settings.heartbeatMs);
+    renew.unref();
+    return () => clearInterval(renew);
+  }
+
   /** The session's lane lease as this gateway asks for it now. */
   function lease(sessionKey: string): AcquireLease {
     return {
@@ -114,10 +123,7 @@ export function createClusterLanes(deps: {
       const name = laneLeaseName(sessionKey);
       if (!taken) await acquire(name, sessionKey);
       let released = false;
-      const renew = setInterval(() => {
-        if (!released) store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
-      }, settings.heartbeatMs);
-      renew.unref();
+      const stopRenewing = keepRenewed(name, () => !released);
       try {
         return await task({
           lease: { name, owner },
@@ -126,7 +132,7 @@ export function createClusterLanes(deps: {
           },
         });
       } finally {
-        clearInterval(renew);
+        stopRenewing();
         if (!released) await store.releaseLease(name, owner).catch(() => false);
       }
     },
@@ -137,14 +143,11 @@ export function createClusterLanes(deps: {
     async exclusive<T>(name: string, task: () => Promise<T>): Promise<T> {
       await acquire(name, name);
       // Renewed while the task runs, as a lane is: a slow store call must not let another gateway in meanwhile.
-      const renew = setInterval(() => {
-        store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
-      }, settings.heartbeatMs);
-      renew.unref();
+      const stopRenewing = keepRenewed(name);
       try {
         return await task();
       } finally {
-        clearInterval(renew);
+        stopRenewing();
         await store.releaseLease(name, owner).catch(() => false);
       }
     },

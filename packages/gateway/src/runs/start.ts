@@ -3,6 +3,7 @@ import type { GatewayContext, LaneHold } from "../context.js";
 import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { AcquireLease, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
+import { inputOf } from "./absorb.js";
 import { drawBudget } from "./budget.js";
 import { executeRun } from "./execute.js";
 import type { RunSpec } from "./spec.js";
@@ -64,10 +65,8 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
  */
 async function unscheduledInput(ctx: GatewayContext, run: RunRecord): Promise<StoredMessage | undefined> {
   if (run.status !== "queued" && run.status !== "running") return undefined;
-  if (run.owner !== ctx.owner || ctx.runs.localRun(run.runId) !== undefined || run.inputSeq === undefined)
-    return undefined;
-  const [input] = await ctx.store.readMessages(run.sessionKey, { limit: 1, beforeSeq: run.inputSeq + 1 });
-  return input?.seq === run.inputSeq ? input : undefined;
+  if (run.owner !== ctx.owner || ctx.runs.localRun(run.runId) !== undefined) return undefined;
+  return inputOf(ctx.store, run);
 }
 
 /** The head of an idle lane, reserved for a run while it is being recorded. */
