@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
 import { BudgetSchema, BudgetStatusSchema } from "./budget.js";
+import { AgentEventPayloadSchema, ChatEventPayloadSchema } from "./event-payloads.js";
 import type { GatewayMethodName } from "./protocol.js";
 import { QUEUE_MODES } from "./queue-mode.js";
 
@@ -254,13 +255,25 @@ export const RunTreePayloadSchema = z.looseObject({
 /** `runs.tree` payload. */
 export type RunTreePayload = z.infer<typeof RunTreePayloadSchema>;
 
-/** `subscribed`: any subscription left; `keys`: the keys the call named, stored form; `runIds`: those under way. */
+/** One event of a run as `sessions.subscribe { replay: true }` hands it back: its name and payload. */
+export const ReplayedEventSchema = z.union([
+  z.looseObject({ event: z.literal("chat"), payload: ChatEventPayloadSchema }),
+  z.looseObject({ event: z.literal("agent"), payload: AgentEventPayloadSchema }),
+]);
+/** One event of a run handed back by `sessions.subscribe { replay: true }`. */
+export type ReplayedEvent = z.infer<typeof ReplayedEventSchema>;
+
+/**
+ * `subscribed`: any subscription left; `keys`: the keys the call named, stored form; `runIds`: those under way;
+ * `events` (with `replay: true`): the named runs' events so far, oldest first, streamed text joined into one delta.
+ */
 export const SubscriptionPayloadSchema = z.looseObject({
   ok: z.literal(true),
   subscribed: z.boolean(),
   all: z.boolean().optional(),
   keys: z.array(z.string()).optional(),
   runIds: z.array(z.string()).optional(),
+  events: z.array(ReplayedEventSchema).optional(),
 });
 
 /** Every wire method's payload schema, by method name (loose: servers may add fields). */

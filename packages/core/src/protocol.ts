@@ -137,8 +137,9 @@ export interface HelloOk {
 /**
  * Extensions our gateway announces in `hello-ok` `features.capabilities`; a client uses one only when the gateway
  * lists it (an OpenClaw gateway rejects them). `agent.spawnedBy`: `agent` accepts `spawnedBy`.
+ * `sessions.subscribe.replay`: `sessions.subscribe { runIds, replay: true }` answers with the runs' events so far.
  */
-export const GATEWAY_CAPABILITIES = ["agent.spawnedBy"] as const;
+export const GATEWAY_CAPABILITIES = ["agent.spawnedBy", "sessions.subscribe.replay"] as const;
 /** An extension our gateway announces in `hello-ok` `features.capabilities`. */
 export type GatewayCapability = (typeof GATEWAY_CAPABILITIES)[number];
 
@@ -380,6 +381,11 @@ export const SessionsSubscribeMethodParams = z.strictObject({
   all: z.literal(true).optional(),
   keys: z.array(key).max(LIMITS.subscriptions).optional(),
   runIds: z.array(z.string().trim().min(1).max(LIMITS.id)).max(LIMITS.subscriptions).optional(),
+  /**
+   * With `runIds` on `sessions.subscribe`: the answer carries those runs' `chat` and `agent` events so far
+   * (`events`), so a follower that comes late misses none. Capability `sessions.subscribe.replay`.
+   */
+  replay: z.literal(true).optional(),
 });
 
 /** Every wire method's params schema, by method name. */

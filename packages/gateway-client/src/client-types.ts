@@ -216,10 +216,12 @@ export interface GatewayClient {
     options?: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined },
   ): Promise<AgentWaitPayload>;
   /**
-   * The run's `chat`/`agent` events as they arrive (it subscribes to the run); ends at the `chat` event whose state
-   * is `final`, `aborted` or `error` (not at `status`, `delta` or an unknown state), with
-   * `done` when the events cannot come here (the run had ended, or runs on another gateway), or with
-   * `disconnected`.
+   * The run's `chat`/`agent` events from its first, whenever it is called: it subscribes to the run, and our
+   * gateway hands back the events sent before (streamed text joined into one delta) while the run is under way and
+   * for a minute after its end. Each event comes once, in `seq` order. Ends at the `chat` event whose state is
+   * `final`, `aborted` or `error` (not at `status`, `delta` or an unknown state), with `done` when the events
+   * cannot come here (the run ended longer ago, or runs on another gateway), or with `disconnected`. An OpenClaw
+   * gateway replays nothing: there, only the events that arrive after the call are seen.
    */
   streamRun(runId: string): AsyncIterableIterator<RunStreamItem>;
   /**

@@ -17,6 +17,7 @@ import {
   type GatewayClient,
   GatewayClientError,
   type GatewayClientOptions,
+  type RunStreamItem,
 } from "./index.js";
 import { startProxy, type TestProxy } from "./test-proxy.js";
 
@@ -330,6 +331,86 @@ describe("every method over the wire", () => {
       payload: { state: "final", message: { role: "assistant", content: [{ type: "text", text: "done" }] } },
     });
     expect(items.some((i) => i.type === "agent" && i.payload.stream === "lifecycle")).toBe(true);
+  });
+
+  /** A run that streams "thinking… ", then waits for the gate, then streams "more" and ends with "done". */
+  async function heldRun() {
+    const hold = gate();
+    const { server } = await startGateway({
+      main: async (turn) => {
+        turn.say("thinking… ");
+        await hold.wait("run");
+        turn.say("more");
+        return "done";
+      },
+    });
+    return { server, hold };
+  }
+
+  /** What a stream told: text deltas joined, the events' `seq` in order, and how it ended. */
+  async function readStream(stream: AsyncIterableIterator<RunStreamItem>) {
+    const items: RunStreamItem[] = [];
+    for await (const item of stream) items.push(item);
+    const events = items.flatMap((i) => (i.type === "chat" || i.type === "agent" ? [i] : []));
+    return {
+      items,
+      seqs: events.map((i) => i.payload.seq),
+      text: events
+        .map((i) => (i.type === "chat" && i.payload.state === "delta" ? i.payload.deltaText : ""))
+        .join(""),
+      assistant: events
+        .map((i) =>
+          i.type === "agent" && i.payload.stream === "assistant"
+            ? (i.payload.data as { text: string }).text
+            : "",
+        )
+        .join(""),
+      lifecycle: events.flatMap((i) =>
+        i.type === "agent" && i.payload.stream === "lifecycle"
+          ? [(i.payload.data as { phase: string }).phase]
+          : [],
+      ),
+    };
+  }
+
+  it("streams every event of a run when called after the run has emitted some, on the starter and on another connection", async () => {
+    const { server, hold } = await heldRun();
+    const client = connect(server.url);
+    const watcher = connect(server.url);
+    await Promise.all([client.ready(), watcher.ready()]);
+    const heard: unknown[] = [];
+    client.on("chat", (payload) => heard.push(payload));
+    const { runId } = await client.agent({ message: "go", idempotencyKey: "late-1" });
+    // The delta reached this connection before anyone streamed the run.
+    await eventually(() => expect(heard).toHaveLength(1));
+    await eventually(() => expect(hold.size).toBe(1));
+    const streams = [readStream(client.streamRun(runId)), readStream(watcher.streamRun(runId))];
+    // Opened at once: the rest may come before or after each subscription's answer; either way each event once.
+    hold.open("run");
+    for (const read of await Promise.all(streams)) {
+      expect(read.text).toBe("thinking… more");
+      expect(read.assistant).toBe("thinking… more");
+      expect(read.lifecycle).toEqual(["start", "end"]);
+      expect(read.seqs).toEqual([...new Set(read.seqs)].sort((a, b) => a - b));
+      expect(read.items.at(-1)).toMatchObject({
+        type: "chat",
+        payload: { state: "final", message: { content: [{ type: "text", text: "done" }] } },
+      });
+    }
+  });
+
+  it("streams every event of a run that has already ended, ending at its final event", async () => {
+    const { server, hold } = await heldRun();
+    const client = connect(server.url);
+    await client.ready();
+    const { runId } = await client.agent({ message: "go", idempotencyKey: "late-2" });
+    await eventually(() => expect(hold.size).toBe(1));
+    hold.open("run");
+    expect(await client.waitRun(runId, { timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
+    const read = await readStream(client.streamRun(runId));
+    expect(read.text).toBe("thinking… more");
+    expect(read.lifecycle).toEqual(["start", "end"]);
+    expect(read.items.at(-1)).toMatchObject({ type: "chat", payload: { state: "final" } });
   });
 });
 

@@ -7,6 +7,7 @@ import { GatewayClientError } from "./errors.js";
  */
 const EXTENSIONS: readonly { method: string; field: string; capability: string }[] = [
   { method: "agent", field: "spawnedBy", capability: "agent.spawnedBy" },
+  { method: "sessions.subscribe", field: "replay", capability: "sessions.subscribe.replay" },
 ];
 
 /** The extension a request uses, if any. */

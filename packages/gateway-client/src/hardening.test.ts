@@ -255,14 +255,23 @@ describe("client hardening", () => {
     const { gateway, server } = await start();
     const c = client(server.url);
     await c.ready();
-    // The stream starts after the run is over (and the client, which neither started nor follows it, heard nothing).
+    // The stream starts after the run is over (and the client, which neither started nor follows it, heard
+    // nothing): the server kept the run's events, so the stream is the run's, to its final event.
     const { runId } = await gateway.agent({ message: "hi", idempotencyKey: "done" });
     await gateway.agentWait({ runId });
     const finished = [];
     for await (const item of c.streamRun(runId)) finished.push(item);
-    expect(finished).toEqual([
+    expect(finished.map((item) => item.type)).toEqual(["agent", "agent", "chat"]);
+    expect(finished.at(-1)).toMatchObject({ type: "chat", payload: { state: "final" } });
+    // A server that never saw the run (it ended before this one listened) has no events of it: the outcome ends it.
+    const later = await gateway.listen({ auth: { token: "t" } });
+    const d = client(later.url);
+    const outcome = [];
+    for await (const item of d.streamRun(runId)) outcome.push(item);
+    expect(outcome).toEqual([
       { type: "done", result: expect.objectContaining({ status: "ok", reply: "echo: hi" }) },
     ]);
+    await later.close();
     const unknown = [];
     for await (const item of c.streamRun("no-such-run")) unknown.push(item.type);
     expect(unknown).toEqual(["error"]);

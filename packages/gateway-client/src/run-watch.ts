@@ -4,6 +4,7 @@ import {
   type ChatEventPayload,
   type HelloOk,
   isTerminalChatState,
+  type ReplayedEvent,
 } from "@sessions/core";
 import type { Call, ClientState, GatewayClient, RunStreamItem } from "./client-types.js";
 import { clientError, GatewayClientError } from "./errors.js";
@@ -45,6 +46,8 @@ function readyWithin(deps: RunWatchDeps, ms: number, signal?: AbortSignal): Prom
   });
 }
 
+type RunEventItem = Extract<RunStreamItem, { type: "chat" | "agent" }>;
+
 /** `agent.wait` in chunks until the run ends or `timeoutMs` runs out, across reconnects and gateway restarts. */
 export async function waitRun(
   deps: RunWatchDeps,
@@ -81,33 +84,76 @@ export async function waitRun(
   }
 }
 
+/** The gateway hands back a run's past events on `sessions.subscribe { runIds, replay: true }`. */
+const REPLAY = "sessions.subscribe.replay";
+
 /**
- * A run's events as an async iterator: it subscribes to the run (`sessions.subscribe { runIds }`), ends at the
- * `chat` event whose state is `final`, `aborted` or `error` (never at `status`, `delta` or a state it does not
- * know: OpenClaw sends `status` before the model starts), with the outcome of `agent.wait` when the events cannot come (the run had ended, is unknown,
- * or runs on another gateway), or with `disconnected`.
+ * A run's events as an async iterator, every one of them from the run's first whenever it is called: it subscribes
+ * to the run (`sessions.subscribe { runIds, replay: true }`), whose answer carries the events so far (streamed text
+ * joined), and holds live events until then so that each comes once, in `seq` order. It ends at the `chat` event
+ * whose state is `final`, `aborted` or `error` (never at `status`, `delta` or a state it does not know: OpenClaw
+ * sends `status` before the model starts), with the outcome of `agent.wait` when the events cannot come (the run
+ * ended and was forgotten, is unknown, or runs on another gateway), or with `disconnected`. An OpenClaw gateway
+ * replays nothing: there, events sent before the call are missed.
  */
 export function streamRun(deps: RunWatchDeps, runId: string): AsyncIterableIterator<RunStreamItem> {
   const queue: RunStreamItem[] = [];
   let done = false;
   let wake: (() => void) | undefined;
   const stop = new AbortController();
+  /** Live events that came before the subscription's answer; undefined once it came. */
+  let held: RunEventItem[] | undefined = [];
+  /**
+   * With a replay, the newest `seq` handed out: an event at or below it came already. Without one (OpenClaw, whose
+   * `chat` and `agent` events may be numbered apart), every event passes in the order it came.
+   */
+  let lastSeq: number | undefined;
   const push = (item: RunStreamItem, end = false) => {
     if (done) return;
     queue.push(item);
     if (end) finish();
     wake?.();
   };
+  const pushEvent = (item: RunEventItem) => {
+    if (lastSeq !== undefined) {
+      if (item.payload.seq <= lastSeq) return;
+      lastSeq = item.payload.seq;
+    }
+    push(item, item.type === "chat" && isTerminalChatState(item.payload.state));
+  };
+  const live = (item: RunEventItem) => {
+    if (held !== undefined) held.push(item);
+    else pushEvent(item);
+  };
+  /**
+   * The subscription answered: with a replay, its events first, then the live ones held meanwhile, each once in
+   * `seq` order; without, the held ones as they came.
+   */
+  const release = (replayed: readonly ReplayedEvent[] | undefined) => {
+    if (held === undefined) return;
+    let before = held;
+    held = undefined;
+    if (replayed !== undefined) {
+      lastSeq = Number.NEGATIVE_INFINITY;
+      before = before.sort((a, b) => a.payload.seq - b.payload.seq);
+      for (const { event, payload } of replayed) {
+        if (payload.runId !== runId) continue;
+        if (event === "chat") pushEvent({ type: "chat", payload: payload as ChatEventPayload });
+        else pushEvent({ type: "agent", payload: payload as AgentEventPayload });
+      }
+    }
+    for (const item of before) pushEvent(item);
+  };
   const offChat = deps.on("chat", (payload) => {
     const chat = payload as ChatEventPayload;
-    if (chat.runId !== runId) return;
-    push({ type: "chat", payload: chat }, isTerminalChatState(chat.state));
+    if (chat.runId === runId) live({ type: "chat", payload: chat });
   });
   const offAgent = deps.on("agent", (payload) => {
     const agent = payload as AgentEventPayload;
-    if (agent.runId === runId) push({ type: "agent", payload: agent });
+    if (agent.runId === runId) live({ type: "agent", payload: agent });
   });
   const offClose = deps.on("disconnected", (payload) => {
+    release(undefined);
     push(
       {
         type: "disconnected",
@@ -129,11 +175,24 @@ export function streamRun(deps: RunWatchDeps, runId: string): AsyncIterableItera
   const failed = (error: unknown) => {
     if (error instanceof GatewayClientError && !error.retryable) push({ type: "error", error }, true);
   };
-  deps
-    .request("sessions.subscribe", { runIds: [runId] }, { timeoutMs: 10_000 })
+  const subscribe = async () => {
+    const hello = await deps.ready();
+    const replay = hello.features?.capabilities?.includes(REPLAY) === true;
+    const payload = await deps.request(
+      "sessions.subscribe",
+      { runIds: [runId], ...(replay ? { replay: true as const } : {}) },
+      { timeoutMs: 10_000 },
+    );
+    release(replay ? (payload.events ?? []) : undefined);
+    return payload.runIds;
+  };
+  subscribe()
     .then(
-      (payload) => payload.runIds,
-      () => undefined,
+      (followed) => followed,
+      () => {
+        release(undefined);
+        return undefined;
+      },
     )
     .then((followed) => {
       if (done || followed?.includes(runId)) return;

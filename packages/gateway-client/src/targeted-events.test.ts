@@ -232,7 +232,8 @@ describe("run events go to the connections that asked", () => {
     await watcher.settle();
     release?.();
     await read;
-    expect(items).toEqual(["chat:delta", "agent", "agent", "chat:final"]);
+    // From the run's first event (its start, sent before the stream subscribed), each once.
+    expect(items).toEqual(["agent", "chat:delta", "agent", "agent", "chat:final"]);
   });
 });
 

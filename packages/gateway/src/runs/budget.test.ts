@@ -56,12 +56,20 @@ async function openRoomB(h: Harness): Promise<void> {
   await h.gateway.agentWait({ runId: hi.runId as string, timeoutMs: 60_000 });
 }
 
-/** Every run of the tree has ended (none is queued or running). */
+/**
+ * The tree has nothing left to do, read from what the store says is still due, never from a quiet moment: no run of
+ * it queued or running, no sub-agent running or announcing (a sub-agent is `running` from its spawn until its
+ * announce is posted, so the moment between a child's end and its announce run does not count as settled), and no
+ * `sessions_send` follow-up pending (written with the target run, done once its reply-back and announce are).
+ */
 async function settledTree(h: Harness, rootRunId: string) {
   let tree = await h.gateway.runs.tree({ runId: rootRunId });
   await eventually(async () => {
     tree = await h.gateway.runs.tree({ runId: rootRunId });
-    expect(tree.runs.every((run) => run.status !== "queued" && run.status !== "running")).toBe(true);
+    const ids = new Set(tree.runs.map((run) => run.runId));
+    expect(tree.runs.filter((run) => run.status === "queued" || run.status === "running")).toEqual([]);
+    expect(await h.store.listSubagents({ statuses: ["running", "announcing"] })).toEqual([]);
+    expect((await h.store.listPendingFollowUps()).filter((run) => ids.has(run.runId))).toEqual([]);
   }, "the tree to settle");
   return tree;
 }

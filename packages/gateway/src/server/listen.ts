@@ -11,6 +11,7 @@ import { type CreatedRun, EventRouter } from "./event-routing.js";
 import { createFrameReader } from "./frames.js";
 import { handleConnect } from "./handshake.js";
 import { handleRequest } from "./requests.js";
+import { RunReplay } from "./run-replay.js";
 import { createStaticHandler, isSameLoopbackOrigin } from "./static-files.js";
 
 /** Options of `gateway.listen`: address, auth, limits, and an optional static folder. */
@@ -111,7 +112,8 @@ export async function listenGateway(
     out,
     policy: { maxPayload, maxBufferedBytes, tickIntervalMs },
   };
-  const requests = { gateway, out, router, logger };
+  const replay = new RunReplay();
+  const requests = { gateway, out, router, replay, logger };
   const onMessage = createFrameReader(
     { maxPayload, maxInFlight: options.maxInFlight ?? 4096 },
     {
@@ -126,6 +128,7 @@ export async function listenGateway(
 
   const unwatchRuns = internals?.watchRuns((run) => router.runCreated(run));
   const unsubscribe = gateway.subscribe((event: GatewayEvent) => {
+    replay.record(event);
     const recipients = router.recipients(event);
     if (recipients.length === 0) return;
     if (event.type === "sessions.changed") {

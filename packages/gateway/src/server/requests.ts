@@ -3,6 +3,7 @@ import type { Gateway } from "../gateway.js";
 import { checkAccess } from "./auth.js";
 import type { Connection, FrameWriter } from "./connection.js";
 import type { EventRouter } from "./event-routing.js";
+import type { RunReplay } from "./run-replay.js";
 import { changeSubscription } from "./subscriptions.js";
 import { toWireError, wireError } from "./wire-errors.js";
 
@@ -10,6 +11,7 @@ export interface RequestDeps {
   gateway: Gateway;
   out: FrameWriter;
   router: EventRouter<Connection>;
+  replay: RunReplay;
   logger: Logger;
 }
 
@@ -28,7 +30,7 @@ export async function handleRequest(
   method: string,
   params: unknown,
 ): Promise<void> {
-  const { gateway, out, router } = deps;
+  const { gateway, out, router, replay } = deps;
   if (!(GATEWAY_METHODS as readonly string[]).includes(method)) {
     out.error(conn, id, wireError("INVALID_REQUEST", "UNKNOWN_METHOD", `unknown method: ${method}`));
     return;
@@ -36,7 +38,12 @@ export async function handleRequest(
   const denied = checkAccess(gateway.config, conn, method, params);
   if (denied !== undefined) return out.error(conn, id, denied);
   if (method === "sessions.subscribe" || method === "sessions.unsubscribe") {
-    const outcome = changeSubscription({ config: gateway.config, router }, conn, method, params ?? {});
+    const outcome = changeSubscription(
+      { config: gateway.config, router, replay },
+      conn,
+      method,
+      params ?? {},
+    );
     if (outcome.ok) out.ok(conn, id, outcome.payload);
     else out.error(conn, id, outcome.error);
     return;

@@ -1,12 +1,14 @@
 import {
   type ParsedMethodParams,
   parseMethodParams,
+  type ReplayedEvent,
   type SessionsConfig,
   type WireError,
 } from "@sessions/core";
 import { operatorKey } from "../sessions/entries.js";
 import type { Connection } from "./connection.js";
 import type { EventRouter } from "./event-routing.js";
+import type { RunReplay } from "./run-replay.js";
 import { toWireError, wireError } from "./wire-errors.js";
 
 /** Session keys one connection may subscribe to at most (each call names up to LIMITS.subscriptions). */
@@ -21,6 +23,8 @@ export interface SubscriptionPayload {
   keys: string[];
   /** The runs this call named that are under way on this gateway (others have ended or are unknown). */
   runIds: string[];
+  /** With `replay: true`: the named runs' events so far, oldest first (an ended run's too, while kept). */
+  events?: ReplayedEvent[];
 }
 
 type Outcome = { ok: true; payload: SubscriptionPayload } | { ok: false; error: WireError };
@@ -28,10 +32,11 @@ type Outcome = { ok: true; payload: SubscriptionPayload } | { ok: false; error: 
 /**
  * `sessions.subscribe` / `sessions.unsubscribe` on one connection. Bare (`{}`) subscribes to everything, as
  * before targeted events, and unsubscribes from every session and `all`; `all`, `keys` and `runIds` add or remove
- * just those. Run subscriptions end by themselves with the run.
+ * just those. Run subscriptions end by themselves with the run. `replay` hands back the named runs' events so far:
+ * they are read in the same turn as the run is followed, so the live events that come after continue them.
  */
 export function changeSubscription(
-  deps: { config: SessionsConfig; router: EventRouter<Connection> },
+  deps: { config: SessionsConfig; router: EventRouter<Connection>; replay: RunReplay },
   conn: Connection,
   method: "sessions.subscribe" | "sessions.unsubscribe",
   params: unknown,
@@ -47,6 +52,7 @@ export function changeSubscription(
   }
   const bare = p.all === undefined && p.keys === undefined && p.runIds === undefined;
   const runIds: string[] = [];
+  let events: ReplayedEvent[] | undefined;
   if (method === "sessions.subscribe") {
     const added = keys.filter((key) => !conn.interest.keys.has(key)).length;
     if (conn.interest.keys.size + added > MAX_KEYS_PER_CONNECTION) {
@@ -61,6 +67,7 @@ export function changeSubscription(
     if (bare || p.all === true) router.subscribeAll(conn);
     for (const key of keys) router.subscribeKey(conn, key);
     for (const runId of p.runIds ?? []) if (router.followRun(conn, runId)) runIds.push(runId);
+    if (p.replay === true) events = (p.runIds ?? []).flatMap((runId) => deps.replay.events(runId));
   } else {
     if (bare || p.all === true) router.unsubscribeAll(conn);
     for (const key of bare ? [...conn.interest.keys] : keys) router.unsubscribeKey(conn, key);
@@ -75,6 +82,7 @@ export function changeSubscription(
       all: interest.all,
       keys,
       runIds,
+      ...(events === undefined ? {} : { events }),
     },
   };
 }
