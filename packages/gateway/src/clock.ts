@@ -2,6 +2,11 @@
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
+  /**
+   * Milliseconds on a clock that never jumps (it need not start at the epoch): what local deadlines are measured on,
+   * since the wall clock may be stepped. Absent: `now()` stands in.
+   */
+  monotonic?(): number;
   /** Calls `fn` after `ms`; returns a handle for `clearTimeout`. */
   setTimeout(fn: () => void, ms: number): unknown;
   /** Cancels a timer from `setTimeout`. */
@@ -18,6 +23,7 @@ interface ChunkedTimer {
 /** The real clock (timers longer than Node's maximum are re-armed). */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => {
     const handle: ChunkedTimer = { timer: undefined };
     const due = Date.now() + Math.max(0, ms);
@@ -52,6 +58,7 @@ export function createManualClock(start = 1_700_000_000_000): ManualClock {
   };
   return {
     now: () => now,
+    monotonic: () => now,
     setTimeout(fn, ms) {
       const id = nextId++;
       timers.set(id, { at: now + Math.max(0, ms), fn });
@@ -81,6 +88,9 @@ export function createManualClock(start = 1_700_000_000_000): ManualClock {
     },
   };
 }
+
+/** The clock's monotonic time, or its wall time when it has none. */
+export const monotonicNow = (clock: Clock): number => clock.monotonic?.() ?? clock.now();
 
 /** One timer for "the earliest of these deadlines": scheduling a later time than the armed one is a no-op. */
 export interface DeadlineTimer {

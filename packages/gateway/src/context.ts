@@ -78,6 +78,8 @@ export interface Outbox {
 /** The lane lease a task runs under, which it may give up with its last write (`released` says it did). */
 export interface LaneHold {
   readonly lease: { name: string; owner: string };
+  /** Aborts (with `LaneLost`) when the lane is lost: the run stops at once, and writes nothing under it. */
+  readonly signal?: AbortSignal | undefined;
   released(): void;
 }
 
@@ -87,7 +89,7 @@ export interface ClusterRuntime {
    * Runs `task` while this gateway holds the session's lane across the cluster (`taken`: by the run's start); the
    * task may give the lane up with its last write (`hold`).
    */
-  lane<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken?: boolean): Promise<T>;
+  lane<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken?: AcquireLease): Promise<T>;
   /**
    * The session's lane lease as this gateway asks for it now: a run whose start takes it is recorded `running` at
    * once; one whose start cannot is `queued` until it gets the lane.
@@ -97,6 +99,11 @@ export interface ClusterRuntime {
   giveLane(sessionKey: string): Promise<void>;
   /** Runs a short `task` holding the lease `name` across the cluster (one gateway at a time). */
   exclusive<T>(name: string, task: () => Promise<T>): Promise<T>;
+  /**
+   * The time before which another gateway's lease counts as lapsed: now less the grace for clocks, or 0 (none)
+   * while this gateway's own contact with the store is too recent to judge by (see `StoreContact`).
+   */
+  lapsedBefore(): number;
 }
 
 /** Per-key locks for read-modify-write steps the store's transactions do not cover (they span adapter calls). */

@@ -214,7 +214,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const ready = (async () => {
     // Traced from the first run (recovery's follow-ups too).
     await tracing;
-    lease = await holdGatewayLease(ctx, cluster?.leaseTtlMs);
+    lease = await holdGatewayLease(ctx, cluster?.leaseTtlMs, clustered?.contact);
     await recoverRuns(ctx);
     await ctx.outbox.replay();
     await sweepArchive(ctx);

@@ -63,6 +63,20 @@ export class RunAborted extends Error {
   }
 }
 
+/**
+ * Why a run stopped without an end: its gateway could not renew its session's lane in time (or found it taken), so
+ * it stopped acting under it before another gateway could take the lane over. The run is this gateway's to run
+ * again once it holds the lane again, unless another gateway ended or took it meanwhile.
+ */
+export class LaneLost extends Error {
+  constructor(
+    readonly lease: string,
+    reason: string,
+  ) {
+    super(`the session's lane (${lease}) was lost: ${reason}`);
+  }
+}
+
 /** A run that hit its `timeoutMs`. */
 export class RunTimeout extends Error {
   constructor(

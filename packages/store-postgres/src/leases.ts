@@ -48,7 +48,7 @@ export function createLeaseOperations(s: string) {
              acquired_at = CASE WHEN l.owner = excluded.owner THEN l.acquired_at ELSE excluded.acquired_at END,
              data = CASE WHEN l.owner = excluded.owner THEN coalesce(excluded.data, l.data) ELSE excluded.data END,
              owner = excluded.owner, expires_at = excluded.expires_at
-           WHERE l.owner = excluded.owner OR l.expires_at <= excluded.acquired_at
+           WHERE l.owner = excluded.owner OR l.expires_at <= $6
            RETURNING ${LEASE_COLUMNS}`,
           [
             input.name,
@@ -56,6 +56,7 @@ export function createLeaseOperations(s: string) {
             input.now,
             input.now + input.ttlMs,
             input.data === undefined ? null : JSON.stringify(input.data),
+            input.lapsedBefore ?? input.now,
           ],
         );
         if (rows[0] !== undefined) return { acquired: true, lease: toLease(rows[0]) };

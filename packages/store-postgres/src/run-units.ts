@@ -113,7 +113,9 @@ function startParams(unit: RunStartUnit): unknown[] {
     unit.run.owner ?? null,
     lease?.name ?? null,
     lease?.owner ?? null,
-    lease?.now ?? null,
+    // The function compares a holder's expiry with this (migration 2's run_start), so a lane another owner held
+    // is taken only once it lapsed before `lapsedBefore`; a lease taken over records that moment as acquired.
+    lease === undefined ? null : (lease.lapsedBefore ?? lease.now),
     lease === undefined ? null : lease.now + lease.ttlMs,
     lease?.data === undefined ? null : JSON.stringify(lease.data),
     lease === undefined ? null : JSON.stringify(waitingRun(unit)),

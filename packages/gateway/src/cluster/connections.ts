@@ -1,5 +1,5 @@
 import type { Logger } from "@sessions/core";
-import type { Clock } from "../clock.js";
+import { type Clock, monotonicNow } from "../clock.js";
 import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
 import type { SessionStore } from "../store/types.js";
 import type { ClusterSettings } from "./options.js";
@@ -56,6 +56,8 @@ export function holdExclusiveConnection(
   /** Failed starts and losses in a row, and when this gateway may try again. */
   let failures = 0;
   let retryAt = 0;
+  /** When the newest renewal (or the take) that the store confirmed was sent, on the monotonic clock. */
+  let confirmedAt = 0;
 
   function backOff(): void {
     failures++;
@@ -75,9 +77,11 @@ export function holdExclusiveConnection(
   async function tick(): Promise<void> {
     if (stopped) return;
     const now = clock.now();
+    const sentAt = monotonicNow(clock);
     if (held) {
       if (await store.renewLease(lease, owner, settings.leaseTtlMs, now)) {
         failures = 0; // it has run for a heartbeat
+        confirmedAt = Math.max(confirmedAt, sentAt);
         return;
       }
       logger.warn("lost a connection lease; stopping it here", { connection: name });
@@ -85,24 +89,22 @@ export function holdExclusiveConnection(
       return;
     }
     if (now < retryAt) return;
-    let result = await store.acquireLease({
+    // Another gateway's lease is taken only `graceMs` after it lapsed: by then its holder has stopped (below).
+    const ask = {
       name: lease,
       owner,
       ttlMs: settings.leaseTtlMs,
       now,
       data: leaseHolderData(),
-    });
-    if (!result.acquired && holderGone(result.holder, now)) {
+      lapsedBefore: now - settings.graceMs,
+    };
+    let result = await store.acquireLease(ask);
+    if (!result.acquired && holderGone(result.holder, now - settings.graceMs)) {
       await store.releaseLease(lease, result.holder.owner);
-      result = await store.acquireLease({
-        name: lease,
-        owner,
-        ttlMs: settings.leaseTtlMs,
-        now,
-        data: leaseHolderData(),
-      });
+      result = await store.acquireLease(ask);
     }
     if (!result.acquired || stopped) return;
+    confirmedAt = sentAt;
     const started = ++generation;
     try {
       await connection.start((error) => queue(() => lost(started, error)));
@@ -136,6 +138,19 @@ export function holdExclusiveConnection(
   step();
   const timer = setInterval(step, settings.heartbeatMs);
   timer.unref();
+  // Not renewed in time (the store unreachable, a renewal held by a partition): stopped here `graceMs` before the
+  // lease expires, apart from the heartbeat's queue, which a held call blocks.
+  const watchdog = setInterval(
+    () => {
+      if (!held || stopped) return;
+      if (monotonicNow(clock) - confirmedAt < settings.leaseTtlMs - settings.graceMs) return;
+      logger.warn("could not renew a connection lease in time; stopping it here", { connection: name });
+      generation++;
+      void stopHere("lease not renewed in time");
+    },
+    Math.max(50, Math.floor(settings.graceMs / 2)),
+  );
+  watchdog.unref();
 
   return {
     lease,
@@ -146,6 +161,7 @@ export function holdExclusiveConnection(
       if (stopped) return;
       stopped = true;
       clearInterval(timer);
+      clearInterval(watchdog);
       await busy;
       if (held) await stopHere("released");
       await store.releaseLease(lease, owner).catch(() => false);

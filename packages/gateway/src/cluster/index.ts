@@ -6,6 +6,7 @@ import type { CreatedRun } from "../server/event-routing.js";
 import { createClusterLanes } from "./lanes.js";
 import type { ClusterSettings } from "./options.js";
 import { createEventRelay } from "./remote-events.js";
+import { StoreContact } from "./store-contact.js";
 
 export { type ExclusiveConnection, type HeldConnection, holdExclusiveConnection } from "./connections.js";
 export { type ClusterOptions, type ClusterSettings, clusterSettings } from "./options.js";
@@ -30,16 +31,19 @@ export function startCluster(
   settings: ClusterSettings,
   hooks: ClusterHooks,
 ): ClusterRuntime & {
+  contact: StoreContact;
   runCreated(run: CreatedRun): void;
   published(event: GatewayEvent): void;
   stop(): Promise<void>;
 } {
   const { recover } = hooks;
+  const contact = new StoreContact(ctx.clock, settings);
   const lanes = createClusterLanes({
     store: ctx.store,
     clock: ctx.clock,
     owner: ctx.owner,
     settings,
+    contact,
     closed: () => ctx.tasks.closed,
     logger: ctx.logger,
   });
@@ -83,6 +87,8 @@ export function startCluster(
     laneLease: (sessionKey) => lanes.lease(sessionKey),
     giveLane: (sessionKey) => lanes.give(sessionKey),
     exclusive: (name, task) => lanes.exclusive(name, task),
+    lapsedBefore: () => contact.lapsedBefore(),
+    contact,
     runCreated: (run) => relay.localRunCreated(run),
     published: (event) => relay.published(event),
     async stop() {

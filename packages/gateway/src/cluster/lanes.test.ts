@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import { createManualClock } from "../clock.js";
 import { createMemoryStore } from "../store/memory.js";
 import { createClusterLanes } from "./lanes.js";
+import { StoreContact } from "./store-contact.js";
 
-const settings = { leaseTtlMs: 600, heartbeatMs: 100, recoveryIntervalMs: 1000 };
+const settings = { leaseTtlMs: 600, heartbeatMs: 100, recoveryIntervalMs: 1000, graceMs: 60 };
 
 describe("cluster lanes: exclusive leases", () => {
   it("keeps renewing the lease while its task runs, so another gateway never takes it in the middle", async () => {
@@ -12,7 +13,15 @@ describe("cluster lanes: exclusive leases", () => {
     // Lease time moves only when the test says so; renewals happen on the real heartbeat.
     const clock = createManualClock();
     const lanes = (owner: string) =>
-      createClusterLanes({ store, clock, owner, settings, closed: () => false, logger: silentLogger });
+      createClusterLanes({
+        store,
+        clock,
+        owner,
+        settings,
+        contact: new StoreContact(clock, settings),
+        closed: () => false,
+        logger: silentLogger,
+      });
     const [a, b] = [lanes("a"), lanes("b")];
     let taskDone: () => void = () => {};
     const running = new Promise<void>((resolve) => {

@@ -1,10 +1,12 @@
 import type { Logger } from "@sessions/core";
-import type { Clock } from "../clock.js";
+import { type Clock, monotonicNow } from "../clock.js";
 import type { LaneHold } from "../context.js";
+import { LaneLost } from "../run-table.js";
 import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
 import type { AcquireLease, AcquireLeaseResult, SessionStore } from "../store/types.js";
 import { isTransientStoreError } from "../store/until-stored.js";
 import type { ClusterSettings } from "./options.js";
+import type { StoreContact } from "./store-contact.js";
 
 const POLL_MIN_MS = 20;
 const POLL_MAX_MS = 500;
@@ -22,10 +24,13 @@ export function createClusterLanes(deps: {
   clock: Clock;
   owner: string;
   settings: ClusterSettings;
+  contact: StoreContact;
   closed: () => boolean;
   logger: Logger;
 }) {
-  const { store, clock, owner, settings, logger } = deps;
+  const { store, clock, owner, settings, logger, contact } = deps;
+  /** When each lease this gateway asked for with a run's start was asked for (monotonic): what its tenure counts from. */
+  const askedAt = new WeakMap<AcquireLease, number>();
   const sleepers = new Map<string, Set<() => void>>();
 
   function sleep(sessionKey: string, ms: number): Promise<void> {
@@ -47,65 +52,124 @@ export function createClusterLanes(deps: {
     });
   }
 
-  /** One try at the lease: taken, or held by a live gateway (a dead one's on this host is freed for the next try). */
-  async function attempt(name: string): Promise<AcquireLeaseResult | "freed"> {
+  /**
+   * One try at the lease: taken (with when it was asked for, the start of its tenure), or held by a live gateway (a
+   * dead one's on this host is freed for the next try).
+   */
+  async function attempt(
+    name: string,
+  ): Promise<{ taken: number } | Extract<AcquireLeaseResult, { acquired: false }> | "freed"> {
     const now = clock.now();
+    const sentAt = monotonicNow(clock);
+    const lapsedBefore = contact.lapsedBefore();
     const result = await store.acquireLease({
       name,
       owner,
       ttlMs: settings.leaseTtlMs,
       now,
       data: leaseHolderData(),
+      lapsedBefore,
     });
-    if (result.acquired || !holderGone(result.holder, now)) return result;
+    contact.reached(sentAt);
+    if (result.acquired) return { taken: sentAt };
+    if (!holderGone(result.holder, lapsedBefore)) return result;
     // Its gateway died on this host: free the lane now rather than when the lease lapses.
     await store.releaseLease(name, result.holder.owner);
     return "freed";
   }
 
-  async function acquire(name: string, sessionKey: string): Promise<void> {
+  /** Waits until this gateway holds the lease `name`; resolves with when the winning try was sent (monotonic). */
+  async function acquire(name: string, sessionKey: string): Promise<number> {
     const since = clock.now();
     let warned = false;
     for (let delay = POLL_MIN_MS, tries = 1; ; delay = Math.min(POLL_MAX_MS, delay * 2), tries++) {
-      let result: AcquireLeaseResult | "freed";
+      let result: Awaited<ReturnType<typeof attempt>>;
       try {
         result = await attempt(name);
       } catch (error) {
         // The store is back soon (a database restarting): the run waits for its lane as for a busy one.
         if (!isTransientStoreError(error) || deps.closed()) throw error;
+        contact.lost();
         if (!warned) logger.warn("the store is unavailable; waiting for the lease", { lease: name });
         warned = true;
         await sleep(sessionKey, Math.max(delay, Math.min(POLL_MAX_MS, error.retryAfterMs ?? POLL_MAX_MS)));
         continue;
       }
       if (result === "freed") continue;
-      if (result.acquired) {
+      if ("taken" in result) {
         if (tries > 1) logger.debug("took the lease", { lease: name, waitedMs: clock.now() - since, tries });
-        return;
+        return result.taken;
       }
       if (tries === 1) logger.debug("waiting for the lease", { lease: name, holder: result.holder.owner });
       await sleep(sessionKey, delay);
     }
   }
 
-  /** Renews the held lease `name` every heartbeat (while `holding()`) until the returned stop is called. */
-  function keepRenewed(name: string, holding: () => boolean = () => true): () => void {
+  /**
+   * Holds the lease `name`, taken by a request sent at monotonic `takenAt`: renewed every heartbeat, and lost —
+   * `signal` aborts with `LaneLost` — when a renewal finds it taken, or when none confirmed since `takenAt` leaves
+   * it `graceMs` before it expires (measured on this gateway's monotonic clock from when the last confirmed
+   * renewal was sent, as the store counts its expiry from then). Another gateway takes it over only `graceMs`
+   * after it expires, so this one has stopped acting under it by then, whatever the network does.
+   */
+  function hold(name: string, takenAt: number): { signal: AbortSignal; stop(): void } {
+    const lost = new AbortController();
+    let confirmed = takenAt;
+    let stopped = false;
+    let deadline: unknown;
+    const lose = (reason: string) => {
+      if (stopped || lost.signal.aborted) return;
+      logger.warn("stopped acting under a lease it could not keep", { lease: name, reason });
+      lost.abort(new LaneLost(name, reason));
+      stop();
+    };
+    const arm = () => {
+      if (deadline !== undefined) clock.clearTimeout(deadline);
+      const left = confirmed + settings.leaseTtlMs - settings.graceMs - monotonicNow(clock);
+      deadline = clock.setTimeout(
+        () => {
+          deadline = undefined;
+          if (monotonicNow(clock) >= confirmed + settings.leaseTtlMs - settings.graceMs)
+            lose(`not renewed within ${settings.leaseTtlMs - settings.graceMs} ms`);
+          else arm();
+        },
+        Math.max(0, left),
+      );
+    };
     const renew = setInterval(() => {
-      if (holding()) store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).catch(() => undefined);
+      const sentAt = monotonicNow(clock);
+      store.renewLease(name, owner, settings.leaseTtlMs, clock.now()).then(
+        (renewed) => {
+          if (stopped) return;
+          contact.reached(sentAt);
+          if (!renewed) return lose("another gateway holds it");
+          confirmed = Math.max(confirmed, sentAt);
+        },
+        () => contact.lost(),
+      );
     }, settings.heartbeatMs);
     renew.unref();
-    return () => clearInterval(renew);
+    function stop() {
+      stopped = true;
+      clearInterval(renew);
+      if (deadline !== undefined) clock.clearTimeout(deadline);
+    }
+    arm();
+    return { signal: lost.signal, stop };
   }
 
-  /** The session's lane lease as this gateway asks for it now. */
+  /** The session's lane lease as this gateway asks for it now (with a run's start). */
   function lease(sessionKey: string): AcquireLease {
-    return {
+    const asked: AcquireLease = {
       name: laneLeaseName(sessionKey),
       owner,
       ttlMs: settings.leaseTtlMs,
       now: clock.now(),
       data: leaseHolderData(),
+      lapsedBefore: contact.lapsedBefore(),
     };
+    askedAt.set(asked, monotonicNow(clock));
+    return asked;
   }
 
   return {
@@ -116,23 +180,33 @@ export function createClusterLanes(deps: {
     },
     /**
      * Runs `task` holding the session's lane (a closing gateway runs it at once: it ends the run as closed).
-     * `taken`: the lane was taken already, with the run's start (the run was recorded as started).
+     * `taken`: the lease the run's start took the lane with (the run was recorded as started). The hold's `signal`
+     * aborts when the lane is lost (`LaneLost`): the task must stop acting under it.
      */
-    async run<T>(sessionKey: string, task: (hold?: LaneHold) => Promise<T>, taken = false): Promise<T> {
-      if (deps.closed() && !taken) return task();
+    async run<T>(
+      sessionKey: string,
+      task: (hold?: LaneHold) => Promise<T>,
+      taken?: AcquireLease,
+    ): Promise<T> {
+      if (deps.closed() && taken === undefined) return task();
       const name = laneLeaseName(sessionKey);
-      if (!taken) await acquire(name, sessionKey);
+      const takenAt =
+        taken === undefined
+          ? await acquire(name, sessionKey)
+          : (askedAt.get(taken) ?? monotonicNow(clock) - Math.max(0, clock.now() - taken.now));
       let released = false;
-      const stopRenewing = keepRenewed(name, () => !released);
+      const held = hold(name, takenAt);
       try {
         return await task({
           lease: { name, owner },
+          signal: held.signal,
           released: () => {
             released = true;
+            held.stop();
           },
         });
       } finally {
-        stopRenewing();
+        held.stop();
         if (!released) await store.releaseLease(name, owner).catch(() => false);
       }
     },
@@ -141,13 +215,13 @@ export function createClusterLanes(deps: {
      * backoff like a lane, gives it up at once after. For read-then-write steps the store's units do not cover.
      */
     async exclusive<T>(name: string, task: () => Promise<T>): Promise<T> {
-      await acquire(name, name);
+      const takenAt = await acquire(name, name);
       // Renewed while the task runs, as a lane is: a slow store call must not let another gateway in meanwhile.
-      const stopRenewing = keepRenewed(name);
+      const held = hold(name, takenAt);
       try {
         return await task();
       } finally {
-        stopRenewing();
+        held.stop();
         await store.releaseLease(name, owner).catch(() => false);
       }
     },

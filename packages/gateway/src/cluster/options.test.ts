@@ -9,16 +9,18 @@ describe("clusterSettings", () => {
   it("is off for single-process stores and on for any other, unless told", () => {
     expect(clusterSettings(undefined, createMemoryStore())).toBeUndefined();
     expect(clusterSettings(undefined, shared)).toEqual({
-      leaseTtlMs: 3000,
-      heartbeatMs: 1000,
+      leaseTtlMs: 15_000,
+      heartbeatMs: 5000,
       recoveryIntervalMs: 1000,
+      graceMs: 1500,
     });
     expect(clusterSettings(false, shared)).toBeUndefined();
-    expect(clusterSettings(true, createMemoryStore())).toMatchObject({ leaseTtlMs: 3000 });
+    expect(clusterSettings(true, createMemoryStore())).toMatchObject({ leaseTtlMs: 15_000 });
     expect(clusterSettings({ leaseTtlMs: 900, recoveryIntervalMs: 200 }, shared)).toEqual({
       leaseTtlMs: 900,
       heartbeatMs: 300,
       recoveryIntervalMs: 200,
+      graceMs: 90,
     });
   });
 

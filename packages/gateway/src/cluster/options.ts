@@ -5,9 +5,11 @@ import type { SessionStore } from "../store/types.js";
 export interface ClusterOptions {
   /**
    * How long a gateway's liveness lease, a session lane and a held connection last without renewal (default
-   * 3,000 ms). A gateway that dies is noticed within this (at once on the same host, where its pid is checked):
-   * its interrupted runs end as errors, its queued deliveries and follow-ups move to another gateway. Leases are
-   * renewed every third of it.
+   * 15,000 ms). It trades two things: a gateway that dies on another host is noticed only after it (plus a tenth of
+   * it for clocks; at once on the same host, where its pid is checked), and a database outage shorter than nine
+   * tenths of it stops nothing (runs finish, their ends are written when it is back); one longer stops the runs of
+   * every session lane whose lease could not be renewed, and they run again once the lane is held again. Leases
+   * are renewed every third of it.
    */
   leaseTtlMs?: number | undefined;
   /** How often each gateway looks for work left by dead gateways (default 1,000 ms). */
@@ -18,7 +20,16 @@ export interface ClusterSettings {
   leaseTtlMs: number;
   heartbeatMs: number;
   recoveryIntervalMs: number;
+  /**
+   * Both sides of a lease keep this margin for clocks that run at different rates and timers that fire late: a
+   * holder stops acting under a lease it could not renew this long before the lease expires, and another gateway
+   * takes it over only this long after (a tenth of `leaseTtlMs`).
+   */
+  graceMs: number;
 }
+
+/** The default `leaseTtlMs`: see `ClusterOptions.leaseTtlMs` and docs/scale-out.md for what it trades. */
+export const DEFAULT_LEASE_TTL_MS = 15_000;
 
 /** Stores made for one process; any other kind is taken to be shared by several gateways. */
 const SINGLE_PROCESS_STORES = new Set(["sqlite", "memory"]);
@@ -52,10 +63,11 @@ export function clusterSettings(
     }
     return value;
   };
-  const leaseTtlMs = number("leaseTtlMs", 3_000, 300);
+  const leaseTtlMs = number("leaseTtlMs", DEFAULT_LEASE_TTL_MS, 300);
   return {
     leaseTtlMs,
     heartbeatMs: Math.max(100, Math.floor(leaseTtlMs / 3)),
     recoveryIntervalMs: number("recoveryIntervalMs", 1_000, 50),
+    graceMs: Math.floor(leaseTtlMs / 10),
   };
 }

@@ -79,6 +79,10 @@ export function createOutbox(deps: OutboxDeps): Outbox {
   }
 
   const leaseMs = attemptTimeout * 2;
+  /** This gateway's claim on `record` lapses before an attempt begun now surely ends (with a tenth to spare). */
+  const claimEnding = (record: DeliveryRecord) =>
+    record.leaseOwner === deps.owner &&
+    (record.leaseUntil ?? Number.POSITIVE_INFINITY) - clock.now() < attemptTimeout + attemptTimeout / 10;
   const heldByOther = (record: DeliveryRecord) =>
     record.leaseOwner !== undefined &&
     record.leaseOwner !== deps.owner &&
@@ -135,6 +139,13 @@ export function createOutbox(deps: OutboxDeps): Outbox {
     try {
       const record = await stored(id, () => store.getDelivery(id), "sending a delivery");
       if (record === undefined || record.status !== "queued" || heldByOther(record)) return;
+      if (claimEnding(record)) {
+        // The store was out of reach for most of the claim: an attempt now could still be under way when the claim
+        // lapses and another gateway sends it too. Left for whoever claims it next (this one included).
+        logger.warn("withheld a delivery whose claim is about to lapse", { id });
+        schedule(record.leaseUntil ?? clock.now());
+        return;
+      }
       const startedAt = clock.now();
       if (record.kind !== "notice") {
         const entry = await stored(id, () => store.getEntry(record.sessionKey), "sending a delivery");

@@ -38,8 +38,17 @@ export interface AgentRunRequest {
   /** System context the gateway adds: agent-to-agent context, announce instructions, sub-agent task framing. */
   system: string[];
   tools: RunnerTool[];
-  /** Aborted on `chat.abort` and on run timeouts; a runner should stop promptly. */
+  /**
+   * Aborted on `chat.abort`, on run timeouts, and when the gateway loses its session's lane (it could not reach the
+   * store in time); a runner should stop promptly.
+   */
   signal: AbortSignal;
+  /**
+   * Set when the run was started before and stopped before its end was recorded (its gateway lost the session's
+   * lane while the store was out of reach): what the earlier attempt did — a tool call, a message elsewhere — may
+   * have happened already. Absent on a first attempt.
+   */
+  repeat?: true | undefined;
   /** Reports progress (becomes `chat` and `agent` events). */
   emit(event: AgentRunEvent): void;
   /**

@@ -1,7 +1,7 @@
 import { SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import type { GatewayContext, LaneHold } from "../context.js";
-import { BudgetDeadline, RunAborted, type RunControl, RunTimeout } from "../run-table.js";
+import { BudgetDeadline, LaneLost, RunAborted, type RunControl, RunTimeout } from "../run-table.js";
 import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
 import { type LentMessages, readHistory } from "../store/history.js";
 import { recordRunEnd } from "../store/run-units.js";
@@ -29,6 +29,8 @@ export async function executeRun(
   known?: { entry: StoredEntry | undefined },
   /** In a cluster: the session's lane, given up with the run's end. */
   lane?: LaneHold,
+  /** Run again after its lane was lost (`LaneLost`): its runner is told so, its tree's clock is not moved again. */
+  repeat = false,
 ): Promise<RunRecord> {
   const { store, clock } = ctx;
   const release = spec.subagentSlot ? await ctx.runs.subagentSlots.acquire() : undefined;
@@ -38,17 +40,28 @@ export async function executeRun(
   // A tree's clock starts with its first run: a root that waited for its session's lane moves its deadline on by
   // the wait (written with its start; its children copy the budget from it).
   const budget = queued.budget;
-  if (queued.status === "queued" && queued.rootRunId === undefined && budget?.deadlineAt !== undefined)
+  if (
+    !repeat &&
+    queued.status === "queued" &&
+    queued.rootRunId === undefined &&
+    budget?.deadlineAt !== undefined
+  )
     run.budget = { ...budget, deadlineAt: budget.deadlineAt + Math.max(0, startedAt - queued.createdAt) };
   let usage: RunUsage | undefined;
   // Set when someone else ended the run before it started: its waiters here learn of it all the same.
   let ended: RunRecord | undefined;
   // Set when the tree's budget deadline stopped the run: its reply target is told so.
   let budgetStop = false;
+  // Set when the session's lane was lost mid-run: nothing is recorded, the run is run again.
+  let lost: LaneLost | undefined;
   // What the run needs of the store before the runner starts waits out an outage (a database restarting): an
   // accepted run runs once the store is back, rather than end in an error the runner never caused.
   const stored = <T>(read: () => Promise<T>) => untilStored(read, storeOutage(ctx, queued.runId));
+  // The lane lost (the store out of reach past the lease's deadline): the run stops at once and writes nothing.
+  const laneLost = () => control.abort(lane?.signal?.reason);
+  lane?.signal?.addEventListener("abort", laneLost, { once: true });
   try {
+    if (lane?.signal?.aborted) throw lane.signal.reason;
     if (ctx.tasks.closed) throw new SessionsError("unavailable", "gateway closed before the run started");
     if (control.aborted) throw control.reason;
     if (queued.status === "queued") {
@@ -91,15 +104,16 @@ export async function executeRun(
     const steered: RunRecord[] = [];
     const steering =
       run.userMessage === true && ctx.runner.steering === true ? steeringFor(ctx, run, steered) : undefined;
-    const result = await control.race(
-      ctx.runner.run(runRequest(ctx, run, spec, last, history, entry, control, steering)),
-    );
+    const request = runRequest(ctx, run, spec, last, history, entry, control, steering);
+    if (repeat) request.repeat = true;
+    const result = await control.race(ctx.runner.run(request));
     run = replyWhereNewestAsked(run, steered);
     const reply = typeof result?.reply === "string" ? result.reply : "";
     usage = result?.usage ?? control.spent;
     run = { ...run, status: "ok", endedAt: clock.now(), reply, ...(usage === undefined ? {} : { usage }) };
   } catch (error) {
     const reason = control.aborted ? control.reason : error;
+    if (reason instanceof LaneLost) lost = reason;
     const endedAt = clock.now();
     // What its model steps used before it failed or was stopped still counts (its tree's budget).
     usage = control.spent;
@@ -114,6 +128,7 @@ export async function executeRun(
       run = { ...run, status: "error", error: message, endedAt };
     }
   } finally {
+    lane?.signal?.removeEventListener("abort", laneLost);
     if (timer !== undefined) clock.clearTimeout(timer);
     ctx.runs.unregister(queued.runId);
     release?.();
@@ -125,6 +140,8 @@ export async function executeRun(
       ctx.lifecycle.emit("ended", ended, false);
     }
   }
+  // No end under a lost lane: whoever holds the lane next runs it again (this gateway, unless another took it).
+  if (lost !== undefined) throw lost;
   if (control.guards.length > 0) run = { ...run, guards: [...control.guards] };
   run = await recordEnd(ctx, run, usage, lane, budgetStop);
   emitFinal(ctx, run);

@@ -1,4 +1,5 @@
-import type { Clock } from "../clock.js";
+import { type Clock, monotonicNow } from "../clock.js";
+import type { StoreContact } from "../cluster/store-contact.js";
 import { holderGone, leaseHolderData } from "../store/lease-liveness.js";
 import type { SessionStore } from "../store/types.js";
 
@@ -19,6 +20,8 @@ export async function holdGatewayLease(
   },
   /** Shorter in cluster mode, so that other gateways take a dead one's work over sooner. */
   ttlMs = GATEWAY_LEASE_TTL_MS,
+  /** In cluster mode: hears whether each heartbeat reached the store. */
+  contact?: Pick<StoreContact, "reached" | "lost">,
 ): Promise<{ release(): Promise<void> }> {
   const name = gatewayLeaseName(deps.owner);
   const take = () =>
@@ -33,10 +36,14 @@ export async function holdGatewayLease(
   const heartbeat = setInterval(
     () => {
       // Renewed, or taken again after a stall longer than the lease (the gateway is alive after all).
+      const sentAt = monotonicNow(deps.clock);
       deps.store
         .renewLease(name, deps.owner, ttlMs, deps.clock.now())
-        .then((renewed) => (renewed ? undefined : take()))
-        .catch(() => undefined);
+        .then((renewed) => {
+          contact?.reached(sentAt);
+          return renewed ? undefined : take();
+        })
+        .catch(() => contact?.lost());
     },
     ttlMs === GATEWAY_LEASE_TTL_MS ? HEARTBEAT_MS : Math.max(100, Math.floor(ttlMs / 3)),
   );
@@ -49,16 +56,34 @@ export async function holdGatewayLease(
   };
 }
 
-/** Tells whether the gateway instance `owner` is gone (its lease lapsed or its process died on this host). */
-export function ownerLiveness(deps: { store: SessionStore; clock: Clock; owner: string }) {
-  const known = new Map<string, boolean>();
-  return async (owner: string | undefined): Promise<boolean> => {
-    if (owner === undefined) return true;
+/**
+ * How a gateway instance is gone: `stopped` (its lease given up on close, or its process no longer runs on this
+ * host), or `lapsed` (its lease ran out: it died elsewhere, froze, or lost the store — nobody can tell which).
+ */
+export type Gone = "stopped" | "lapsed";
+
+/**
+ * Tells whether the gateway instance `owner` is gone, and how (false: alive): its process died on this host, or its
+ * lease lapsed before `lapsedBefore()` (in a cluster: its expiry plus a grace, and never while this gateway's own
+ * contact with the store is too recent to judge by; see `StoreContact`).
+ */
+export function ownerLiveness(deps: {
+  store: SessionStore;
+  clock: Clock;
+  owner: string;
+  lapsedBefore?: (() => number) | undefined;
+}) {
+  const known = new Map<string, Gone | false>();
+  return async (owner: string | undefined): Promise<Gone | false> => {
+    if (owner === undefined) return "stopped";
     if (owner === deps.owner) return false;
     let gone = known.get(owner);
     if (gone === undefined) {
       const lease = await deps.store.getLease(gatewayLeaseName(owner));
-      gone = lease === undefined || holderGone(lease, deps.clock.now());
+      if (lease === undefined) gone = "stopped";
+      else if (holderGone(lease, Number.NEGATIVE_INFINITY)) gone = "stopped";
+      else if (holderGone(lease, deps.lapsedBefore?.() ?? deps.clock.now())) gone = "lapsed";
+      else gone = false;
       known.set(owner, gone);
     }
     return gone;

@@ -1,7 +1,7 @@
 import { parseSessionKey } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { RunRecord } from "../store/types.js";
-import { ownerLiveness } from "./ownership.js";
+import { type Gone, ownerLiveness } from "./ownership.js";
 import { isFinal } from "./wait.js";
 
 /** How many queued deliveries one pass looks at to free the claims of gone gateways. */
@@ -23,6 +23,17 @@ function lostStart(ctx: GatewayContext, run: RunRecord): boolean {
     ctx.runs.localRun(run.runId) === undefined &&
     ctx.clock.now() - run.createdAt > LOST_START_MS
   );
+}
+
+/** Why recovery ends a run whose gateway is gone: what is known of how it went, and where the run was. */
+function orphanError(status: RunRecord["status"], how: Gone): string {
+  if (how === "stopped")
+    return status === "running"
+      ? "gateway restarted while the run was in progress"
+      : "gateway restarted before the run started";
+  return status === "running"
+    ? "its gateway stopped renewing its lease while the run was in progress (it stopped, froze or lost the store)"
+    : "its gateway stopped renewing its lease before the run started (it stopped, froze or lost the store)";
 }
 
 /**
@@ -52,7 +63,7 @@ async function takeOver(
  */
 export async function recoverRuns(ctx: GatewayContext): Promise<void> {
   const { store, clock } = ctx;
-  const gone = ownerLiveness(ctx);
+  const gone = ownerLiveness({ ...ctx, lapsedBefore: ctx.cluster?.lapsedBefore });
   // Deliveries first: they are what people wait for, and another gateway can send them at once.
   let freed = 0;
   for (const delivery of await store.listQueuedDeliveries(DELIVERY_SCAN)) {
@@ -63,8 +74,11 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
   }
   if (freed > 0) await ctx.outbox.replay();
   const orphans: RunRecord[] = [];
+  const how = new Map<string, Gone>();
   for (const run of await store.listRunsByStatus(["queued", "running"])) {
-    if ((await gone(run.owner)) || lostStart(ctx, run)) orphans.push(run);
+    const ownerGone = await gone(run.owner);
+    if (ownerGone !== false) how.set(run.runId, ownerGone);
+    if (ownerGone !== false || lostStart(ctx, run)) orphans.push(run);
   }
   // A few units of work for all of them (not one per run): a dead gateway may leave many.
   for (let i = 0; i < orphans.length; i += RUNS_PER_UNIT) {
@@ -80,9 +94,7 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
           endedAt: clock.now(),
           error: lost
             ? "the store did not answer when the run was recorded, and the request was not retried: it never ran"
-            : latest.status === "running"
-              ? "gateway restarted while the run was in progress"
-              : "gateway restarted before the run started",
+            : orphanError(latest.status, how.get(latest.runId) ?? "stopped"),
         });
       }
     });

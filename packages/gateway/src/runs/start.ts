@@ -1,5 +1,6 @@
 import { SessionsError } from "@sessions/core";
 import type { GatewayContext, LaneHold } from "../context.js";
+import { LaneLost } from "../run-table.js";
 import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { AcquireLease, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
@@ -182,7 +183,38 @@ function schedule(
   // Several gateways on one store: the session's lane also holds across them (a lease per lane).
   const cluster = ctx.cluster;
   const task =
-    cluster === undefined ? execute : () => cluster.lane(spec.sessionKey, execute, slot?.taken === true);
+    cluster === undefined
+      ? execute
+      : async () => {
+          let taken = slot?.taken === true ? slot.lease : undefined;
+          let attempt = execute;
+          for (;;) {
+            try {
+              return await cluster.lane(spec.sessionKey, attempt, taken);
+            } catch (error) {
+              if (!(error instanceof LaneLost) || ctx.tasks.closed) throw error;
+              // Stopped before anyone else could take the lane: it runs again here once the lane is held again,
+              // unless another gateway ended it or took it over meanwhile (its fenced start then says so).
+              ctx.logger.warn("lost the session's lane mid-run; running it again once the lane is back", {
+                runId: run.runId,
+                error: error.message,
+              });
+              taken = undefined;
+              const again = ctx.runs.register(run);
+              attempt = (lane) =>
+                executeRun(
+                  ctx,
+                  { ...run, status: "queued", startedAt: undefined },
+                  spec,
+                  input,
+                  again,
+                  undefined,
+                  lane,
+                  true,
+                );
+            }
+          }
+        };
   if (slot !== undefined) slot.fill(task);
   else ctx.tasks.track(ctx.runs.lanes.run(spec.sessionKey, task));
 }

@@ -12,11 +12,12 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
- * Whether a lease's holder is gone: its lease lapsed, or it recorded a pid on this host that no longer runs (a
- * process killed with SIGKILL frees what it held at once). A holder on another host is gone only when it lapses.
+ * Whether a lease's holder is gone: its lease lapsed at or before `lapsedBefore` (the time now, less any margin the
+ * caller keeps), or it recorded a pid on this host that no longer runs (a process killed with SIGKILL frees what it
+ * held at once). A holder on another host is gone only when it lapses.
  */
-export function holderGone(holder: Lease, now: number): boolean {
-  if (holder.expiresAt <= now) return true;
+export function holderGone(holder: Lease, lapsedBefore: number): boolean {
+  if (holder.expiresAt <= lapsedBefore) return true;
   const pid = holder.data?.pid;
   return (
     holder.data?.host === hostname() && typeof pid === "number" && Number.isInteger(pid) && !pidAlive(pid)

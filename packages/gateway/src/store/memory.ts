@@ -321,9 +321,9 @@ export function createMemoryStore(): SessionStore {
   };
 
   const leaseOps = {
-    acquireLease({ name, owner, ttlMs, now, data }: AcquireLease): AcquireLeaseResult {
+    acquireLease({ name, owner, ttlMs, now, data, lapsedBefore }: AcquireLease): AcquireLeaseResult {
       const held = leases.get(name);
-      if (held !== undefined && held.owner !== owner && held.expiresAt > now) {
+      if (held !== undefined && held.owner !== owner && held.expiresAt > (lapsedBefore ?? now)) {
         return { acquired: false, holder: clone(held) };
       }
       const kept = held?.owner === owner ? held : undefined;

@@ -170,6 +170,37 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
       await store.close();
     });
 
+    it("start: takes a lease another owner let lapse only when it lapsed before lapsedBefore", async () => {
+      const store = await open();
+      const lease = (owner: string, now: number, lapsedBefore?: number) => ({
+        name: "lane:margin",
+        owner,
+        ttlMs: 1_000,
+        now,
+        lapsedBefore,
+      });
+      expect((await store.acquireLease(lease("gw-other", 0))).acquired).toBe(true);
+      // Lapsed at 1,000; a gateway keeping a margin of 100 leaves it until 1,100.
+      const early = await recordRunStart(
+        store,
+        startUnit({ freshRunId: "m1", lease: lease("gw", 1_050, 950) }),
+      );
+      expect(early).toMatchObject({
+        run: { status: "queued" },
+        lease: { acquired: false, holder: { owner: "gw-other" } },
+      });
+      const late = await recordRunStart(
+        store,
+        startUnit({ freshRunId: "m2", lease: lease("gw", 1_100, 1_000) }),
+      );
+      expect(late).toMatchObject({
+        run: { status: "running" },
+        lease: { acquired: true, lease: { owner: "gw" } },
+      });
+      expect((await store.getLease("lane:margin"))?.expiresAt).toBe(2_100);
+      await store.close();
+    });
+
     it("end: appends the reply, adds usage and sets flags on the entry, enqueues the delivery, ends the run", async () => {
       const store = await open();
       await store.putEntry(entry(KEY, 1, { inputTokens: 5, abortedLastRun: true, label: `l${NUL}` }));

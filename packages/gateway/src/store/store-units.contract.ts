@@ -197,6 +197,34 @@ export function describeUnitOfWorkContract(open: () => SessionStore | Promise<Se
     await store.close();
   });
 
+  it("takes another owner's lease only once it lapsed before lapsedBefore, and renews its own whatever that says", async () => {
+    const store = await open();
+    const take = (owner: string, now: number, lapsedBefore?: number) =>
+      store.acquireLease({ name: "lane:s", owner, ttlMs: 100, now, lapsedBefore });
+    expect(await take("a", 1000)).toMatchObject({ acquired: true, lease: { expiresAt: 1100 } });
+    // Expired at 1100, but a taker that keeps a margin of 50 judges it lapsed only from 1150 on.
+    expect(await take("b", 1120, 1070)).toMatchObject({ acquired: false, holder: { owner: "a" } });
+    expect(await take("b", 1149, 1099)).toMatchObject({ acquired: false, holder: { owner: "a" } });
+    // A taker that judges nothing lapsed (0: cut off from the store until lately) takes no one's lease.
+    expect(await take("b", 5000, 0)).toMatchObject({ acquired: false, holder: { owner: "a" } });
+    // The holder renews its own lease whatever its own margin.
+    expect(await take("a", 1130, 0)).toMatchObject({
+      acquired: true,
+      lease: { owner: "a", expiresAt: 1230 },
+    });
+    expect(await take("b", 1300, 1250)).toMatchObject({
+      acquired: true,
+      lease: { owner: "b", expiresAt: 1400 },
+    });
+    // A free lease is taken whatever the margin.
+    expect(
+      await store.acquireLease({ name: "lane:t", owner: "b", ttlMs: 100, now: 10, lapsedBefore: 0 }),
+    ).toMatchObject({
+      acquired: true,
+    });
+    await store.close();
+  });
+
   it("claims due deliveries for one owner at a time, soonest first, and reclaims expired leases", async () => {
     const store = await open();
     await store.enqueueDelivery(delivery("d2", "k2", { nextAttemptAt: 20 }));

@@ -136,6 +136,12 @@ export interface AcquireLease {
   ttlMs: number;
   now: number;
   data?: Record<string, unknown> | undefined;
+  /**
+   * Another owner's lease is taken only when it expired at or before this time (default `now`). A gateway passes
+   * `now` less a margin for clocks that run at different rates, so it takes a lease over only once its holder has
+   * surely stopped acting under it; and nothing older than when it last reached the store after an outage.
+   */
+  lapsedBefore?: number | undefined;
 }
 
 /** The lease taken, or the holder that has it. */

@@ -155,6 +155,7 @@ export function createSqliteOperations(
       name: input.name,
       owner: input.owner,
       now: input.now,
+      lapsedBefore: input.lapsedBefore ?? input.now,
       expiresAt: input.now + input.ttlMs,
       data: input.data === undefined ? null : JSON.stringify(input.data),
     }) as LeaseRow | undefined;

@@ -98,7 +98,7 @@ const SQL = {
          acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END,
          data = CASE WHEN leases.owner = excluded.owner THEN coalesce(excluded.data, leases.data) ELSE excluded.data END,
          owner = excluded.owner, expires_at = excluded.expires_at
-       WHERE leases.owner = excluded.owner OR leases.expires_at <= excluded.acquired_at
+       WHERE leases.owner = excluded.owner OR leases.expires_at <= @lapsedBefore
        RETURNING name, owner, acquired_at, expires_at, data`,
   renewLease: "UPDATE leases SET expires_at = ? WHERE name = ? AND owner = ?",
   releaseLease: "DELETE FROM leases WHERE name = ? AND owner = ?",

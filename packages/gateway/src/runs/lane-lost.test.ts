@@ -1,0 +1,159 @@
+import { eventually } from "@sessions/testing/eventually";
+import { afterEach, describe, expect, it } from "vitest";
+import { createGateway } from "../create-gateway.js";
+import type { Gateway } from "../gateway.js";
+import type { AgentRunner } from "../runner/types.js";
+import { createMemoryStore } from "../store/memory.js";
+import type { SessionStore } from "../store/types.js";
+
+const cluster = { leaseTtlMs: 600, recoveryIntervalMs: 100 };
+
+/** A gateway's link to the shared store: while cut, its calls wait (a partition holds bytes) until it heals. */
+function linkTo(store: SessionStore) {
+  let healed: Promise<void> | undefined;
+  let heal = () => {};
+  const linked = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== "function") return value;
+      // The store's calls that never reach the database.
+      if (["watch", "transcriptPath", "publish", "subscribe"].includes(String(key)))
+        return value.bind(target);
+      return async (...args: unknown[]) => {
+        while (healed !== undefined) await healed;
+        return value.apply(target, args);
+      };
+    },
+  });
+  return {
+    store: linked,
+    cut() {
+      healed = new Promise<void>((resolve) => {
+        heal = () => {
+          healed = undefined;
+          resolve();
+        };
+      });
+    },
+    heal: () => heal(),
+  };
+}
+
+interface Execution {
+  gateway: string;
+  runId: string;
+  sessionKey: string;
+  text: string;
+  repeat: boolean;
+  start: number;
+  end?: number;
+  outcome?: "ok" | "aborted";
+}
+
+/**
+ * What each gateway's runner really did, apart from the gateway's records: a message containing "long" runs until
+ * its run is stopped (its first attempt) or 50 ms (a repeat); any other, 50 ms.
+ */
+function witnessRunner(gateway: string, log: Execution[]): AgentRunner {
+  return {
+    async run(request) {
+      const text = String(request.input.content);
+      const execution: Execution = {
+        gateway,
+        runId: request.runId,
+        sessionKey: request.sessionKey,
+        text,
+        repeat: request.repeat === true,
+        start: performance.now(),
+      };
+      log.push(execution);
+      const stopped = new Promise<void>((resolve) =>
+        request.signal.addEventListener("abort", () => resolve(), { once: true }),
+      );
+      const ms = text.includes("long") && !execution.repeat ? 60_000 : 50;
+      await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, ms))]);
+      execution.end = performance.now();
+      execution.outcome = request.signal.aborted ? "aborted" : "ok";
+      if (request.signal.aborted) throw request.signal.reason;
+      return { reply: `done: ${text}${execution.repeat ? " (again)" : ""}` };
+    },
+  };
+}
+
+/** Executions of one session that overlap in time (there must be none). */
+function overlaps(log: readonly Execution[]): [Execution, Execution][] {
+  const found: [Execution, Execution][] = [];
+  for (const [i, a] of log.entries()) {
+    for (const b of log.slice(i + 1)) {
+      if (a.sessionKey !== b.sessionKey) continue;
+      const aEnd = a.end ?? Number.POSITIVE_INFINITY;
+      const bEnd = b.end ?? Number.POSITIVE_INFINITY;
+      if (a.start < bEnd && b.start < aEnd) found.push([a, b]);
+    }
+  }
+  return found;
+}
+
+const gateways: Gateway[] = [];
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close({ drainMs: 0 })));
+});
+
+function start(name: string, store: SessionStore, log: Execution[]): Gateway {
+  const gateway = createGateway({ store, runner: witnessRunner(name, log), cluster });
+  gateways.push(gateway);
+  return gateway;
+}
+
+describe("a run whose gateway loses the store past its lane's lease", () => {
+  it("stops before its lease lapses and runs again on the same gateway once the store is back (every gateway cut off)", async () => {
+    const link = linkTo(createMemoryStore());
+    const log: Execution[] = [];
+    const a = start("a", link.store, log);
+    await a.ready;
+    const { runId } = await a.agent({ sessionKey: "s", message: "a long one", idempotencyKey: "k1" });
+    await eventually(() => expect(log).toHaveLength(1));
+    link.cut();
+    // Past the lease: the run stops (it could not renew its lane), and nothing is written meanwhile.
+    await eventually(() => expect(log[0]?.outcome).toBe("aborted"));
+    await new Promise((resolve) => setTimeout(resolve, cluster.leaseTtlMs));
+    link.heal();
+    const waited = await a.agentWait({ runId, timeoutMs: 60_000 });
+    expect(waited).toMatchObject({ status: "ok", reply: "done: a long one (again)" });
+    expect(log.map((e) => [e.runId, e.repeat, e.outcome])).toEqual([
+      [runId, false, "aborted"],
+      [runId, true, "ok"],
+    ]);
+    const history = await a.chat.history({ sessionKey: "s" });
+    expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("never overlaps another gateway's runs of its session when it alone is cut off", async () => {
+    const shared = createMemoryStore();
+    const link = linkTo(shared);
+    const log: Execution[] = [];
+    const a = start("a", link.store, log);
+    const b = start("b", shared, log);
+    await Promise.all([a.ready, b.ready]);
+    // b has reached the store for longer than a lease: it may judge a's leases.
+    await new Promise((resolve) => setTimeout(resolve, 2 * cluster.leaseTtlMs));
+    const first = await a.agent({ sessionKey: "s", message: "a long one", idempotencyKey: "k1" });
+    await eventually(() => expect(log).toHaveLength(1));
+    link.cut();
+    const later = [];
+    for (const n of [2, 3, 4])
+      later.push(await b.agent({ sessionKey: "s", message: `m${n}`, idempotencyKey: `k${n}` }));
+    for (const { runId } of later)
+      expect(await b.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
+    link.heal();
+    // a's run was stopped before b ran anything of its session; b ended it as its gateway's lease lapsed.
+    expect(overlaps(log)).toEqual([]);
+    expect(log.filter((e) => e.gateway === "b").map((e) => e.text)).toEqual(["m2", "m3", "m4"]);
+    const ended = await b.agentWait({ runId: first.runId, timeoutMs: 60_000 });
+    expect(ended.status).toBe("error");
+    // Once healed, a does not run it again: it was ended.
+    await new Promise((resolve) => setTimeout(resolve, 2 * cluster.leaseTtlMs));
+    expect(log.filter((e) => e.runId === first.runId)).toHaveLength(1);
+    expect(overlaps(log)).toEqual([]);
+  });
+});
