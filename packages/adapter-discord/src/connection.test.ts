@@ -1,4 +1,10 @@
-import { createGateway, createMemoryStore, createScriptedRunner, type Gateway } from "@sessions/gateway";
+import {
+  createGateway,
+  createMemoryStore,
+  createScriptedRunner,
+  type Gateway,
+  type SessionStore,
+} from "@sessions/gateway";
 import { createFakeDiscordApi, discordMessage, type FakeDiscordApi } from "@sessions/testing";
 import { eventually } from "@sessions/testing/eventually";
 import { Client, GatewayIntentBits, Partials } from "discord.js";
@@ -10,11 +16,32 @@ afterEach(async () => {
   for (const step of cleanups.splice(0).reverse()) await step();
 });
 
+interface Bot {
+  gateway: Gateway;
+  client: Client;
+  adapter: DiscordAdapter;
+  lease: {
+    /** How often its gateway opened the socket (took the lease). */
+    starts: number;
+    /** How often its gateway asked for the socket's lease while another gateway held it. */
+    refused: number;
+  };
+}
+
+/** `store.acquireLease`, counting on `counts` the connection leases it was refused. */
+function countRefusals(store: SessionStore, counts: { refused: number }): SessionStore["acquireLease"] {
+  return async (input) => {
+    const result = await store.acquireLease(input);
+    if (!result.acquired && input.name.startsWith("connection:")) counts.refused++;
+    return result;
+  };
+}
+
 /** One bot on `n` gateways sharing one store (as on one Postgres), each with its own discord.js client. */
 async function bots(api: FakeDiscordApi, n: number) {
   const shared = createMemoryStore();
   cleanups.push(() => shared.close());
-  const out: { gateway: Gateway; client: Client; adapter: DiscordAdapter }[] = [];
+  const out: Bot[] = [];
   for (let i = 0; i < n; i++) {
     const { Guilds, GuildMessages, MessageContent, DirectMessages } = GatewayIntentBits;
     const client = new Client({
@@ -23,20 +50,28 @@ async function bots(api: FakeDiscordApi, n: number) {
       rest: { api: api.restUrl, rejectOnRateLimit: () => true },
     });
     const adapter = createDiscordAdapter({ client, token: api.token });
+    const lease = { starts: 0, refused: 0 };
     const gateway = createGateway({
-      store: { ...shared, close: async () => {} },
+      store: { ...shared, close: async () => {}, acquireLease: countRefusals(shared, lease) },
       runner: createScriptedRunner({ agents: {}, fallback: (turn) => `echo ${turn.text}` }),
       adapters: [adapter],
       // Long enough that no CPU stall lets the lease lapse: the socket moves because the holder gives it up on close.
       cluster: { leaseTtlMs: 15_000, recoveryIntervalMs: 100 },
     });
     adapter.attach(gateway);
-    gateway.holdConnection(adapter.connection);
+    const { connection } = adapter;
+    gateway.holdConnection({
+      ...connection,
+      start: () => {
+        lease.starts++;
+        return connection.start();
+      },
+    });
     cleanups.push(async () => {
       await gateway.close({ drainMs: 50 });
       await client.destroy();
     });
-    out.push({ gateway, client, adapter });
+    out.push({ gateway, client, adapter, lease });
   }
   return out;
 }
@@ -48,10 +83,12 @@ describe("the Discord gateway socket held through a lease", () => {
     const [a, b] = await bots(api, 2);
     if (a === undefined || b === undefined) throw new Error("two gateways expected");
     await eventually(() => a.client.isReady() || b.client.isReady(), "one client ready");
-    await new Promise((r) => setTimeout(r, 700));
-    expect(api.connections).toBe(1);
-    expect([a.client.isReady(), b.client.isReady()].filter(Boolean)).toHaveLength(1);
     const [holder, standby] = a.client.isReady() ? [a, b] : [b, a];
+    // The standby asked for the lease and was refused: it did not open a socket.
+    await eventually(() => standby.lease.refused > 0, "the standby to be refused the lease");
+    expect([holder.lease.starts, standby.lease.starts]).toEqual([1, 0]);
+    expect(api.connections).toBe(1);
+    expect(standby.client.isReady()).toBe(false);
 
     // The standby never logged in, yet its outbox posts through REST with the token it was given.
     await standby.gateway.ready;

@@ -2,7 +2,7 @@ import type { ScriptedAgent } from "@sessions/gateway";
 import { matrixEvent, matrixThreadRelation } from "@sessions/testing";
 import { createClient } from "matrix-js-sdk";
 import { afterEach, describe, expect, it } from "vitest";
-import { type E2E, type E2EOptions, settle, startE2E, threadOf, until } from "./e2e.fixture.js";
+import { type E2E, type E2EOptions, startE2E, threadOf, until } from "./e2e.fixture.js";
 import { createMatrixAdapter, MATRIX_MAX_MESSAGE_LENGTH } from "./index.js";
 
 let e: E2E | undefined;
@@ -118,8 +118,9 @@ describe("Matrix delivery through real matrix-js-sdk against a fake homeserver",
     const queued = await delivery(x, (d) => d?.attempts === 1);
     expect(queued).toMatchObject({ status: "queued", lastError: expect.stringContaining("rate limit") });
     expect(x.hs.callsOf("send")).toHaveLength(2);
+    // The retry is due when the homeserver said (the clock has not moved): short of it, nothing is tried.
+    expect(queued?.nextAttemptAt).toBe(x.clock.now() + 7000);
     await x.clock.advance(6000);
-    await settle(x);
     expect(x.hs.callsOf("send")).toHaveLength(2);
     await x.clock.advance(1500);
     const done = await delivery(x, (d) => d?.status === "delivered");
@@ -163,7 +164,7 @@ describe("Matrix delivery through real matrix-js-sdk against a fake homeserver",
       members: ["@alice:fake.local", x.hs.userId],
       encrypted: true,
     });
-    await settle(x);
+    await x.joined(secret);
     const error = await x.adapter
       .deliver(
         { channel: "matrix", to: secret },

@@ -15,7 +15,7 @@ import {
   type MatrixSentEvent,
 } from "@sessions/testing";
 import { eventually } from "@sessions/testing/eventually";
-import { ClientEvent, createClient, type MatrixClient, SyncState } from "matrix-js-sdk";
+import { ClientEvent, createClient, type MatrixClient, RoomEvent, SyncState } from "matrix-js-sdk";
 import { logger as sdkLogger } from "matrix-js-sdk/lib/logger.js";
 import { createMatrixAdapter, type MatrixAdapter, type MatrixAdapterConfig } from "./index.js";
 
@@ -31,6 +31,14 @@ export interface E2E {
   clock: ReturnType<typeof createManualClock>;
   /** The bot's `m.room.message` events, in order. */
   messages(): MatrixSentEvent[];
+  /**
+   * Resolves once the client has put these events on a live room timeline, that is, handed them to the adapter:
+   * its listener (registered by `attach`, before the fixture's) has decided on each, ignoring it or queueing it
+   * for the gateway behind the room's earlier events.
+   */
+  handedOver(...eventIds: string[]): Promise<void>;
+  /** Resolves once the client knows the room with the bot joined: its name, members and encryption state. */
+  joined(roomId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,6 +69,11 @@ export async function startE2E(
     ...options.gateway,
   });
   adapter.attach(gateway);
+  const handed = new Set<string>();
+  client.on(RoomEvent.Timeline, (event) => {
+    const id = event.getId();
+    if (id !== undefined) handed.add(id);
+  });
   await gateway.ready;
   const prepared = new Promise<void>((resolve) => {
     const onSync = (state: SyncState) => {
@@ -79,6 +92,10 @@ export async function startE2E(
     gateway,
     clock,
     messages: () => hs.sent().filter((e) => e.type === "m.room.message"),
+    handedOver: (...eventIds) =>
+      until(() => eventIds.every((id) => handed.has(id)), `the client to hand over ${eventIds.join(", ")}`),
+    joined: (roomId) =>
+      until(() => client.getRoom(roomId)?.getMyMembership() === "join", `the client to know room ${roomId}`),
     async close() {
       adapter.detach();
       client.stopClient();
@@ -91,12 +108,6 @@ export async function startE2E(
 /** Polls `check` on real time (the homeserver and the client run on it) until it holds. */
 export async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   await eventually(check, what);
-}
-
-/** Lets the client sync everything posted so far and the gateway act on it. */
-export async function settle(e: E2E): Promise<void> {
-  await e.hs.synced();
-  await new Promise((r) => setTimeout(r, 30));
 }
 
 /** The thread root a bot message is attached to, if any. */

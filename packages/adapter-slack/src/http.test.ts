@@ -1,6 +1,6 @@
 import { slackEvent } from "@sessions/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { type SlackHarness, settle, startSlack, until } from "./test-kit.js";
+import { recordedRuns, type SlackHarness, startSlack, until } from "./test-kit.js";
 
 let h: SlackHarness | undefined;
 afterEach(async () => {
@@ -39,7 +39,8 @@ describe("Slack adapter through real bolt over the HTTP Events API", () => {
       timestamp: Math.floor(Date.now() / 1000) - 10 * 60,
     });
     expect(stale.status).toBe(401);
-    await settle();
+    // Refused before dispatch; had either reached the app, it would be handled by now.
+    await h.handled();
     expect(h.slack.posted()).toHaveLength(0);
     expect((await h.gateway.sessions.list()).count).toBe(0);
   });
@@ -50,8 +51,10 @@ describe("Slack adapter through real bolt over the HTTP Events API", () => {
     await h.send(body);
     const again = await h.slack.postEvent(h.url as string, body, { retryNum: 1 });
     expect(again.status).toBe(200);
+    // Both deliveries handled: one run recorded, and its reply is the one post.
+    await h.handled();
+    expect(await recordedRuns(h.gateway)).toHaveLength(1);
     await until(() => h?.slack.posted().length === 1, "the reply");
-    await settle();
     expect(h.slack.posted()).toHaveLength(1);
   });
 

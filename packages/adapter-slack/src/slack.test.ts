@@ -1,7 +1,7 @@
 import { slackEvent } from "@sessions/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { escapeMrkdwn, unescapeMrkdwn } from "./index.js";
-import { type SlackHarness, settle, startSlack, until } from "./test-kit.js";
+import { recordedRuns, type SlackHarness, startSlack, until } from "./test-kit.js";
 
 let h: SlackHarness | undefined;
 afterEach(async () => {
@@ -67,9 +67,10 @@ describe("Slack adapter through real bolt in Socket Mode against a fake Slack", 
     h = await startSlack(echo);
     await h.send(slackEvent("channel-message"));
     await h.send(slackEvent("mpim-message"));
-    await settle();
-    expect(h.slack.posted()).toHaveLength(0);
+    // Both ignored: no session, so no run that could post.
+    await h.handled();
     expect(await h.gateway.sessions.list()).toMatchObject({ count: 0 });
+    expect(h.slack.posted()).toHaveLength(0);
     await h.close();
 
     h = await startSlack(echo, { adapter: { requireMention: false } });
@@ -87,8 +88,10 @@ describe("Slack adapter through real bolt in Socket Mode against a fake Slack", 
     const ts = (message.event as { ts: string }).ts;
     await h.send(message);
     await h.send(slackEvent("app-mention", { event: { ts, event_ts: ts } }));
+    // Every event ignored or handed over: one run was recorded, and its reply is the one post.
+    await h.handled();
+    expect(await recordedRuns(h.gateway)).toHaveLength(1);
     await until(() => h?.slack.posted().length === 1, "the one reply");
-    await settle();
     expect(h.slack.posted()).toHaveLength(1);
     const history = await h.gateway.chat.history({ sessionKey: "agent:main:slack:channel:c0general" });
     expect(history.messages.filter((m) => m.role === "user")).toHaveLength(1);
@@ -114,11 +117,12 @@ describe("Slack adapter through real bolt in Socket Mode against a fake Slack", 
     await h.send(
       slackEvent("thread-reply", { event: { text: "unrelated", thread_ts: "1763800099.000900" } }),
     );
-    await settle();
-    expect(h.slack.posted()).toHaveLength(2);
+    await h.handled();
     expect((await h.gateway.sessions.list()).sessions.map((s) => s.key)).toEqual([
       `agent:main:slack:channel:c0general:thread:${root}`,
     ]);
+    expect(await recordedRuns(h.gateway)).toHaveLength(2);
+    expect(h.slack.posted()).toHaveLength(2);
   });
 
   it("opens a thread under the channel message that spawned, and the announce lands in it", async () => {

@@ -26,6 +26,13 @@ export interface SlackHarness {
   send(body: Record<string, unknown>): Promise<void>;
   /** The request URL in HTTP mode. */
   url?: string | undefined;
+  /**
+   * Resolves once the app has finished with every event it has received so far: bolt has run the adapter's
+   * listeners to their end, so each event was ignored or handed to the gateway, which recorded its run. Slack
+   * acknowledges an event before its listeners run (`send` resolves at the ack), so this, not the ack, is what a
+   * test that asserts nothing happened waits for.
+   */
+  handled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,6 +81,19 @@ export async function startSlack(
     ...options.gateway,
   });
   adapter.attach(gateway);
+  // Every event bolt processes (both receivers call `processEvent`, which returns once the listeners have).
+  const processing = new Set<Promise<void>>();
+  const processEvent = app.processEvent.bind(app);
+  app.processEvent = (event) => {
+    const done = processEvent(event);
+    const tracked = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    processing.add(tracked);
+    void tracked.then(() => processing.delete(tracked));
+    return done;
+  };
   await gateway.ready;
   let url: string | undefined;
   if (mode === "socket") {
@@ -98,6 +118,9 @@ export async function startSlack(
         expect(res.status).toBe(200);
       }
     },
+    async handled() {
+      while (processing.size > 0) await Promise.all(processing);
+    },
     async close() {
       await app.stop().catch(() => undefined);
       await gateway.close({ drainMs: 200 });
@@ -111,5 +134,6 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
   await eventually(check, what);
 }
 
-/** Lets in-flight events settle, for asserting that nothing happened. */
-export const settle = () => new Promise((r) => setTimeout(r, 50));
+/** Every run the gateway has recorded, whatever its status. */
+export const recordedRuns = (gateway: Gateway) =>
+  gateway.store.listRunsByStatus(["queued", "running", "ok", "error", "timeout", "aborted"]);

@@ -91,6 +91,7 @@ describe("Telegram polling held through a lease, when grammY gives up polling", 
     const log: string[] = [];
     const {
       gateways: [a, b],
+      store,
     } = await bots(api, 2, log);
     if (a === undefined || b === undefined) throw new Error("two gateways expected");
     expect([a.held.held, b.held.held]).toEqual([true, false]);
@@ -108,8 +109,12 @@ describe("Telegram polling held through a lease, when grammY gives up polling", 
     // B polls from now on (m1, unconfirmed by A's failed poll, comes again to B and is not answered again).
     api.pushUpdate(telegramUpdate("private-text", { text: "m2" }));
     await eventually(() => answered(api).length === 2, "the answer to m2");
-    await new Promise((r) => setTimeout(r, 300));
+    // grammY hands one poll's updates over one at a time, each once the last one's run is recorded: m2 answered,
+    // m1 came before it, and a second run of it would be recorded (and answered, in the same chat) before m2's.
     expect(answered(api)).toEqual(["echo m1", "echo m2"]);
+    expect(
+      await store.listRunsByStatus(["queued", "running", "ok", "error", "timeout", "aborted"]),
+    ).toHaveLength(2);
     expect(b.polls.length).toBeGreaterThan(0);
     expect(a.polls.filter((at) => at > movedAt)).toEqual([]);
   });

@@ -73,14 +73,19 @@ export async function replay(file: string | undefined, options: OptionValues, io
   return 0;
 }
 
-/** Until nothing runs, waits or is queued for delivery. */
+/**
+ * Until the gateway has nothing left to do, as its store records it: no run queued or running, no sub-agent running
+ * or announcing, no `sessions_send` follow-up pending (a send run's end is written before its reply-back runs) and
+ * no delivery queued. Never a quiet moment: each step is recorded before the one before it is cleared.
+ */
 async function idle(gateway: Gateway): Promise<void> {
   await eventually(
     async () => {
       const runs = await gateway.store.listRunsByStatus(["queued", "running"]);
       const queued = await gateway.store.listQueuedDeliveries(1);
       const children = await gateway.store.listSubagents({ statuses: ["running", "announcing"] });
-      return runs.length + queued.length + children.length === 0;
+      const followUps = await gateway.store.listPendingFollowUps();
+      return runs.length + queued.length + children.length + followUps.length === 0;
     },
     "the replayed exchange to settle",
     { intervalMs: 10 },

@@ -71,7 +71,6 @@ describe("a tree's budget through the shipped CLI", () => {
       expect(String(result?.error)).toContain("budget is spent (runs 6 of 6)");
       const waited = await client.agentWait({ runId: root, timeoutMs: 10_000 });
       expect(waited.budget).toMatchObject({ spent: { runs: 6 }, left: { runs: 0 } });
-      await eventually(async () => expect((await client.runs.list({})).runs).toEqual([]), "the gateway idle");
     } finally {
       await client.close();
     }

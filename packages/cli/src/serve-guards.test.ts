@@ -92,15 +92,19 @@ describe("the hop limit through the shipped CLI", () => {
         limit: 4,
         chain: [room("a"), room("b"), room("c"), room("a"), room("b"), room("c")],
       });
-      // The loop stopped there: four messages sent, and the refused call kept with its run.
+      // The loop stopped there: four messages sent, and the refused call kept with its run. Each send's follow-up
+      // (its reply-back turn and announce step) is done once its announce is recorded: a send run's end is written
+      // before its follow-up's runs, so "every run ok" alone also holds in between. The replay below reads the
+      // recording these follow-ups complete.
       await eventually(async () => {
         const tree = await client.runs.tree({ runId: root });
         const sends = tree.runs.filter((run) => run.kind === "inter_session");
         expect(sends.map((run) => run.hops).sort()).toEqual([1, 2, 3, 4]);
         expect(tree.runs.flatMap((run) => run.guards ?? []).map((g) => g.code)).toEqual(["max_hops"]);
         expect(tree.runs.every((run) => run.status === "ok")).toBe(true);
-      }, "the tree to settle");
-      await eventually(async () => expect((await client.runs.list({})).runs).toEqual([]), "the gateway idle");
+        for (const send of sends) expect(send.deliveries.map((d) => d.kind)).toContain("announce");
+        expect(tree.runs.flatMap((run) => run.deliveries).filter((d) => d.status === "queued")).toEqual([]);
+      }, "the tree's runs ended and every send's announce recorded");
     } finally {
       await client.close();
     }

@@ -152,7 +152,9 @@ describe("the web chat in Chromium, one session per visitor (dmScope per-peer)",
     proxy.deaf = false;
     await said(page, "You said: only once, please").waitFor();
     await offline(page).waitFor({ state: "detached" });
-    await demo.idle();
+    // Reconnected, the page sends it again. Its message stays pending ("sending…") until a send is answered and
+    // the transcript holds that run's message: once it is not, a second run would be recorded.
+    await conversation(page).locator("li.msg.pending").waitFor({ state: "detached" });
     expect(await storedUserTurns("only once, please")).toHaveLength(1);
     await expect(said(page, "only once, please").count()).resolves.toBe(2); // the message and its one reply
     await expect(page.getByRole("alert").count()).resolves.toBe(0);

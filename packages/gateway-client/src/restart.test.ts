@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
 import { createGatewayClient } from "./index.js";
 
@@ -53,7 +54,12 @@ describe("a gateway process killed with SIGKILL and restarted", () => {
       expect(await client.waitRun(done.runId)).toMatchObject({ status: "ok", reply: "echo: quick" });
       const slow = await client.agent({ message: "slow", idempotencyKey: "s-1" });
       const waiting = client.waitRun(slow.runId);
-      await new Promise((r) => setTimeout(r, 100));
+      // Killed while the run is in progress (not while it is still queued): the outcome says which.
+      await eventually(
+        async () =>
+          (await client.runs.list()).runs.some((r) => r.runId === slow.runId && r.status === "running"),
+        "the slow run to be running",
+      );
       first.child.kill("SIGKILL");
       await new Promise((r) => first.child.once("exit", r));
       expect(client.state).not.toBe("closed");

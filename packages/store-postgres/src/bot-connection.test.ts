@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
 import { afterAll, describe, expect, inject, it, onTestFailed } from "vitest";
+import { createPostgresStore } from "./store.js";
 import { eventually, freshSchema } from "./testing/helpers.js";
 
 const url = inject("postgresUrl");
@@ -21,6 +22,8 @@ interface BotGateway {
   log: string[];
   /** When each of its getUpdates calls was read from its output (a moment after it went out). */
   polls: number[];
+  /** When each of its requests for the bot's lease that another gateway held was read from its output. */
+  refusals: number[];
   /** It exited and all of its output has been read: no poll of it is stamped after this. */
   exited: Promise<void>;
 }
@@ -47,7 +50,7 @@ function startGateway(name: string, schema: string, apiRoot: string, token: stri
     );
     children.add(child);
     const exited = new Promise<void>((done) => child.on("close", () => done()));
-    const gateway: BotGateway = { name, child, log: [], polls: [], exited };
+    const gateway: BotGateway = { name, child, log: [], polls: [], refusals: [], exited };
     let pending = "";
     child.stdout?.on("data", (chunk) => {
       gateway.log.push(String(chunk));
@@ -56,6 +59,7 @@ function startGateway(name: string, schema: string, apiRoot: string, token: stri
       pending = lines.pop() ?? "";
       for (const line of lines) {
         if (line === `poll ${name}`) gateway.polls.push(Date.now());
+        if (line === `refused ${name}`) gateway.refusals.push(Date.now());
         if (line === "ready") resolve(gateway);
       }
     });
@@ -63,8 +67,6 @@ function startGateway(name: string, schema: string, apiRoot: string, token: stri
     child.on("exit", (code) => reject(new Error(`${name} exited ${code}: ${gateway.log.join("")}`)));
   });
 }
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("a Telegram bot on several gateways sharing one Postgres", () => {
   it("is polled by exactly one gateway, taken over after a stop and after a SIGKILL, each update handled once", async () => {
@@ -87,11 +89,17 @@ describe("a Telegram bot on several gateways sharing one Postgres", () => {
     };
     const answered = () => fake.callsOf("sendMessage").map((c) => String(c.params.text));
 
-    // Exactly one gateway polls.
+    // Exactly one gateway polls: the other asks for the bot's lease, and is still refused a lease's term after
+    // the first poll (the holder renews it).
     await eventually(() => polling(0).length > 0);
+    const firstPoll = polling(0)[0]?.polls[0] as number;
+    const standby = gateways.find((g) => g !== polling(0)[0]) as BotGateway;
     send(3);
     await eventually(() => answered().length === 3);
-    await pause(LEASE_TTL_MS);
+    await eventually(
+      () => standby.refusals.some((at) => at >= firstPoll + LEASE_TTL_MS),
+      "the other gateway refused the lease a term after the first poll",
+    );
     send(1);
     await eventually(() => answered().length === 4);
     // Every poll so far, and every answer, came from one gateway.
@@ -111,7 +119,11 @@ describe("a Telegram bot on several gateways sharing one Postgres", () => {
     // A third gateway waits; SIGKILL the holder and it takes the bot over when the lease lapses.
     const third = await startGateway("g3", schema, fake.apiRoot, fake.token);
     gateways.push(third);
-    await pause(LEASE_TTL_MS);
+    const thirdReady = Date.now();
+    await eventually(
+      () => third.refusals.some((at) => at >= thirdReady + LEASE_TTL_MS),
+      "the third gateway refused the lease for a term",
+    );
     expect(third.polls).toEqual([]);
     const killedAt = Date.now();
     second.child.kill("SIGKILL");
@@ -125,8 +137,17 @@ describe("a Telegram bot on several gateways sharing one Postgres", () => {
       `telegram polling taken over ${(third.polls[0] as number) - killedAt} ms after SIGKILL\n`,
     );
 
-    // Every update answered exactly once, by whichever gateway held the bot.
-    await pause(500);
+    // Every update answered exactly once, by whichever gateway held the bot. One run per update: the third hands
+    // its polls' updates over one at a time, and a repeat it ran again would be recorded before the last one's run.
+    await eventually(
+      () => answered().some((text) => text.endsWith(": m10")),
+      "the answer to the last update",
+    );
+    const store = await createPostgresStore({ connectionString: url, schema });
+    const runs = await store
+      .listRunsByStatus(["queued", "running", "ok", "error", "timeout", "aborted"])
+      .finally(() => store.close());
+    expect(runs).toHaveLength(10);
     const texts = answered().map((text) => text.replace(/^g\d: /, ""));
     expect(texts.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 1}`).sort());
     expect(polling(deadAt)).toEqual([third]);

@@ -4,6 +4,7 @@ import {
   type Gateway,
   type GatewayEvent,
   messageText,
+  type SessionStore,
 } from "@sessions/gateway";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createPostgresStore } from "./store.js";
@@ -43,13 +44,18 @@ const schemaOf = async (gateway: Gateway) => `"${schemas.get(gateway)}"`;
  * `n` gateways on one schema, as `n` processes would be (each with its own pool and LISTEN connection). Leases
  * outlast a stall of a busy machine: no test here is about one lapsing.
  */
-async function cluster(n: number, runner: AgentRunner): Promise<Gateway[] & { pick(i: number): Gateway }> {
+async function cluster(
+  n: number,
+  runner: AgentRunner,
+  /** What gateway `i` is given of its store (default: all of it). */
+  storeOf: (store: SessionStore, i: number) => SessionStore = (store) => store,
+): Promise<Gateway[] & { pick(i: number): Gateway }> {
   const schema = freshSchema("cluster");
   const gateways: Gateway[] = [];
   for (let i = 0; i < n; i++) {
     const store = await createPostgresStore({ connectionString: url, schema });
     const gateway = createGateway({
-      store,
+      store: storeOf(store, i),
       runner,
       cluster: { leaseTtlMs: 10_000, recoveryIntervalMs: 200 },
     });
@@ -73,7 +79,20 @@ describe("several gateways on one Postgres", () => {
   });
 
   it("ends a wait whose run's end was never announced (a gateway died between commit and NOTIFY)", async () => {
-    const gateways = await cluster(2, slowEcho(5).runner);
+    // The second gateway's reads of runs still in progress, by run id.
+    const readInProgress = new Map<string, number>();
+    const gateways = await cluster(2, slowEcho(5).runner, (store, i) =>
+      i === 0
+        ? store
+        : {
+            ...store,
+            async getRun(runId) {
+              const read = await store.getRun(runId);
+              if (read?.status === "running") readInProgress.set(runId, (readInProgress.get(runId) ?? 0) + 1);
+              return read;
+            },
+          },
+    );
     const sent = await gateways
       .pick(0)
       .chat.send({ sessionKey: "main", message: "x", idempotencyKey: "k-silent" });
@@ -86,7 +105,12 @@ describe("several gateways on one Postgres", () => {
       JSON.stringify({ ...run, status: "running" }),
     ]);
     const waiting = gateways.pick(1).agentWait({ runId: sent.runId, timeoutMs: 60_000 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The wait reads the run, registers, and reads it again (for an end between the two): both saw it running, so
+    // only the recovery pass's re-read can end it once it is ended silently.
+    await eventually(
+      () => (readInProgress.get(sent.runId) ?? 0) >= 2,
+      "the wait to read the run running twice",
+    );
     await sql(url, `UPDATE ${table}.runs SET status = 'ok', data = $2 WHERE run_id = $1`, [
       sent.runId,
       JSON.stringify(run),

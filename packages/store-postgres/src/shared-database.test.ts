@@ -16,7 +16,9 @@ async function pair() {
 describe("several stores on one database", () => {
   it("tells every store on the schema of a commit, once, and no store on another schema", async () => {
     const { a, b } = await pair();
-    const other = await stores.open(freshSchema("other"));
+    const otherSchema = freshSchema("other");
+    const other = await stores.open(otherSchema);
+    const otherPeer = await stores.open(otherSchema);
     const heardB: StoreChange[] = [];
     const heardA: StoreChange[] = [];
     const heardOther: StoreChange[] = [];
@@ -39,11 +41,28 @@ describe("several stores on one database", () => {
       { type: "run", runId: "r1", sessionKey: "s", status: "ok" },
       { type: "entry", key: "agent:main:y", op: "put" },
     ];
-    await eventually(() => heardB.length >= 3);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(heardB).toEqual(expected);
-    expect(heardA).toEqual(expected);
-    expect(heardOther).toEqual([]);
+    // Then a change by another store of each schema: a store hears it through the database, after everything
+    // committed before it that the store was going to hear (Postgres delivers notifications in commit order). A
+    // store tells its own watchers of its own commits itself.
+    await a.putEntry(entry("agent:main:from-a", 1));
+    await b.putEntry(entry("agent:main:from-b", 1));
+    await otherPeer.putEntry(entry("agent:main:from-peer", 1));
+    const heard = (changes: StoreChange[], key: string) =>
+      changes.some((change) => change.type === "entry" && change.key === key);
+    await eventually(
+      () =>
+        heard(heardA, "agent:main:from-b") &&
+        heard(heardB, "agent:main:from-a") &&
+        heard(heardOther, "agent:main:from-peer"),
+      "each store to hear the last change another store of its schema committed",
+    );
+    const last = (changes: StoreChange[]) =>
+      changes.slice(expected.length).map((change) => (change.type === "entry" ? change.key : change.type));
+    for (const changes of [heardA, heardB]) {
+      expect(changes.slice(0, expected.length)).toEqual(expected);
+      expect(last(changes).sort()).toEqual(["agent:main:from-a", "agent:main:from-b"]);
+    }
+    expect(heardOther).toEqual([{ type: "entry", key: "agent:main:from-peer", op: "put" }]);
   });
 
   it("keeps telling after its LISTEN connection is killed", async () => {

@@ -277,12 +277,12 @@ export const DEMO_STORY: readonly DemoStep[] = [
 
 /**
  * The part of a `@sessions/gateway` gateway the story needs: `receive`, and the store's queries that tell when
- * everything has settled.
+ * nothing is left to do (see `waitForIdle`).
  */
 export interface DemoStoryGateway {
   /** Hands the gateway one inbound chat message (`gateway.receive`). */
   receive(message: InboundMessage): Promise<unknown>;
-  /** The gateway's store, read to tell when everything has settled. */
+  /** The gateway's store, read to tell when nothing is left to do. */
   store: {
     /** Deliveries still waiting in the outbox, at most `limit`. */
     listQueuedDeliveries(limit: number): Promise<readonly unknown[]>;
@@ -290,13 +290,23 @@ export interface DemoStoryGateway {
     listRunsByStatus(statuses: ("queued" | "running")[]): Promise<readonly unknown[]>;
     /** Sub-agents in one of these states. */
     listSubagents(filter: { statuses: ("running" | "announcing")[] }): Promise<readonly unknown[]>;
+    /**
+     * `sessions_send` runs whose agent-to-agent follow-up (reply-back turns, announce) is not yet recorded. A
+     * `@sessions/gateway` store has it; without it, `waitForIdle` cannot see the moment between such a run's end and
+     * its first reply-back run, and may return there.
+     */
+    listPendingFollowUps?(): Promise<readonly unknown[]>;
   };
 }
 
 /**
- * Waits until the gateway has nothing under way: no queued or running run, no sub-agent running or announcing, no
- * delivery queued. Rejects after `timeoutMs` (default 60 s: a bound for a gateway that never settles, not a
- * budget), naming what was still under way.
+ * Waits until the gateway has nothing left to do, read from what its store says is still due (never from a quiet
+ * moment): no run queued or running, no sub-agent running or announcing (one is `running` from its spawn until its
+ * announce is posted), no `sessions_send` run whose follow-up is pending (its end is written before its reply-back
+ * runs, and it is marked done only after they and the announce are recorded), and no delivery queued in the outbox.
+ * Each of these is recorded before the one before it is cleared, so there is no gap between steps where the gateway
+ * only looks idle. Rejects after `timeoutMs` (default 60 s: a bound for a gateway that never settles, not a
+ * budget), naming what was still due.
  */
 export async function waitForIdle(
   gateway: DemoStoryGateway,
@@ -308,18 +318,19 @@ export async function waitForIdle(
       const queued = await gateway.store.listQueuedDeliveries(1);
       const busy = await gateway.store.listRunsByStatus(["queued", "running"]);
       const children = await gateway.store.listSubagents({ statuses: ["running", "announcing"] });
-      state = `${busy.length} run(s) queued or running, ${children.length} sub-agent(s) busy, ${queued.length > 0 ? "deliveries" : "no delivery"} queued`;
-      return queued.length === 0 && busy.length === 0 && children.length === 0;
+      const followUps = (await gateway.store.listPendingFollowUps?.()) ?? [];
+      state = `${busy.length} run(s) queued or running, ${children.length} sub-agent(s) busy, ${followUps.length} follow-up(s) pending, ${queued.length > 0 ? "deliveries" : "no delivery"} queued`;
+      return queued.length === 0 && busy.length === 0 && children.length === 0 && followUps.length === 0;
     },
-    () => `demo: the gateway going idle (${state})`,
+    () => `demo: the gateway having nothing left to do (${state})`,
     { timeoutMs, intervalMs: 10 },
   );
 }
 
 /**
  * Plays `steps` (default: the whole `DEMO_STORY`) into a gateway made with `demoConfig()` and `demoAgents()`, each
- * step after the previous one has settled. `onStep` and `onMessage` hear the story as it goes; `afterStep` runs
- * after each step has settled.
+ * step once the gateway has nothing left to do of the previous one (`waitForIdle`). `onStep` and `onMessage` hear
+ * the story as it goes; `afterStep` runs after each step, at that point.
  */
 export async function playDemoStory(
   gateway: DemoStoryGateway,

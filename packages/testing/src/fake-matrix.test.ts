@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { eventually } from "./eventually.js";
 import { createFakeMatrixHomeserver, type FakeMatrixHomeserver } from "./fake-matrix.js";
 import { matrixEvent, matrixThreadRelation } from "./matrix-fixtures.js";
 
@@ -58,7 +59,7 @@ describe("fake Matrix homeserver (client-server API over HTTP)", () => {
 
     const server = hs;
     const next = call(server, "GET", `/_matrix/client/v3/sync?since=${first.next_batch}&timeout=30000`);
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => server.waitingSyncs() === 1, "the sync held open");
     const root = server.post(server.rooms.ops, matrixEvent("room-text"));
     server.post(
       server.rooms.ops,

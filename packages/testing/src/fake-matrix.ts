@@ -75,8 +75,13 @@ export interface FakeMatrixHomeserver {
     error?: FakeMatrixError,
     options?: { after?: number | undefined },
   ): void;
-  /** Resolves once a `/sync` has been answered after everything posted so far (the client has seen it). */
+  /**
+   * Resolves once a `/sync` has been answered after everything posted so far: the response is on its way to the
+   * client, which has not necessarily processed it yet.
+   */
   synced(): Promise<void>;
+  /** How many `/sync` long polls are held open right now, waiting for something new. */
+  waitingSyncs(): number;
   /** Ends open `/sync` long polls and stops the server; call it in `afterAll`. */
   close(): Promise<void>;
 }
@@ -426,6 +431,7 @@ export async function createFakeMatrixHomeserver(
     failNext(name, times, failure = DEFAULT_LIMIT, options = {}) {
       failures.set(name, { times, after: options.after ?? 0, error: failure });
     },
+    waitingSyncs: () => openPolls.size,
     synced() {
       if (answeredPos >= world.pos) return Promise.resolve();
       return new Promise<void>((resolve) => syncWaiters.add({ pos: world.pos, resolve }));

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { eventually } from "./eventually.js";
 import { createFakeTelegramApi, type FakeTelegramApi } from "./fake-telegram.js";
 import { telegramUpdate } from "./telegram-fixtures.js";
 
@@ -54,7 +55,7 @@ describe("createFakeTelegramApi", () => {
   it("long-polls getUpdates until an update is pushed, honouring offset", async () => {
     api = await createFakeTelegramApi();
     const polling = call("getUpdates", { offset: 0, timeout: 10 });
-    await new Promise((r) => setTimeout(r, 30));
+    await eventually(() => api.waitingPolls() === 1, "the poll held open");
     api.pushUpdate(telegramUpdate("private-text"));
     const first = (await polling).body.result as { update_id: number }[];
     expect(first).toHaveLength(1);

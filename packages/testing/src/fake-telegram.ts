@@ -38,6 +38,8 @@ export interface FakeTelegramApi {
   ): void;
   /** Calls of one method. */
   callsOf(method: string): TelegramCall[];
+  /** How many `getUpdates` long polls are held open right now, waiting for an update. */
+  waitingPolls(): number;
   /** Stops the server (pending long polls end). */
   close(): Promise<void>;
 }
@@ -218,6 +220,7 @@ export async function createFakeTelegramApi(
       failures.set(method, { times, after: options.after ?? 0, error });
     },
     callsOf: (method) => calls.filter((c) => c.method === method),
+    waitingPolls: () => polls.size,
     async close() {
       for (const wake of [...polls]) wake();
       server.closeAllConnections();

@@ -16,7 +16,17 @@ describe("holdConnection", () => {
     const clock = createManualClock();
     const leaseTtlMs = 600;
     const options = { store: sharedStore, runner, clock, cluster: { leaseTtlMs, recoveryIntervalMs: 100 } };
-    const [a, b] = [createGateway(options), createGateway(options)];
+    // When (on the lease clock) B asked for the connection's lease and was refused.
+    const refusedB: number[] = [];
+    const storeB: typeof sharedStore = {
+      ...sharedStore,
+      async acquireLease(input) {
+        const result = await store.acquireLease(input);
+        if (!result.acquired && input.name === "connection:bot") refusedB.push(input.now);
+        return result;
+      },
+    };
+    const [a, b] = [createGateway(options), createGateway({ ...options, store: storeB })];
     const running: string[] = [];
     const hold = (name: string) => ({
       start: () => void running.push(name),
@@ -33,7 +43,8 @@ describe("holdConnection", () => {
         "A to renew its lease",
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    // B asks again every heartbeat: asked now, two terms on, it is refused still.
+    await eventually(() => refusedB.includes(clock.now()), "B to be refused the lease after A's renewals");
     expect(running).toEqual(["a"]);
     expect([heldA.held, heldB.held]).toEqual([true, false]);
     await a.close({ drainMs: 10 });
@@ -55,7 +66,17 @@ describe("holdConnection", () => {
       clock,
       cluster: { leaseTtlMs: 600, recoveryIntervalMs: 100 },
     };
-    const [a, b] = [createGateway(options), createGateway(options)];
+    // A's lease checks of the connection that renewed it (each runs after whatever was queued before it).
+    let renewalsA = 0;
+    const storeA: typeof options.store = {
+      ...options.store,
+      async renewLease(name, owner, ttlMs, now) {
+        const renewed = await store.renewLease(name, owner, ttlMs, now);
+        if (renewed && name === "connection:bot") renewalsA++;
+        return renewed;
+      },
+    };
+    const [a, b] = [createGateway({ ...options, store: storeA }), createGateway(options)];
     const running: string[] = [];
     const starts: { name: string; lost: (error: unknown) => void }[] = [];
     const hold = (name: string) => ({
@@ -78,8 +99,11 @@ describe("holdConnection", () => {
     await b.close({ drainMs: 10 });
     await clock.advance(30_000);
     await eventually(() => heldA.held, "A to take the connection back");
+    // A handles reports and lease checks one at a time, in order, a heartbeat apart: the second renewal after the
+    // late report was queued behind it, so the report has been handled (and would have stopped the connection).
+    const renewed = renewalsA;
     starts[0]?.lost(new Error("late"));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await eventually(() => renewalsA >= renewed + 2, "A to renew the lease twice after the late report");
     expect(running).toEqual(["a"]);
     expect(heldA.held).toBe(true);
     expect(starts.map((s) => s.name)).toEqual(["a", "b", "a"]);

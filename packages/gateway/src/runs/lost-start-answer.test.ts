@@ -16,12 +16,24 @@ import {
 
 /**
  * The store commits the next run start it is given and then fails to answer, as a database that dies right after a
- * COMMIT does: the caller hears `unavailable` for a run that is recorded.
+ * COMMIT does: the caller hears `unavailable` for a run that is recorded. `followUpReads` counts the answered reads of
+ * the pending follow-ups: the last step of a recovery pass.
  */
-function loseStartAnswers(store: SessionStore, times: number): { store: SessionStore; lost: () => number } {
+function loseStartAnswers(
+  store: SessionStore,
+  times: number,
+): { store: SessionStore; lost: () => number; followUpReads: () => number } {
   let lost = 0;
+  let followUpReads = 0;
   const proxy: SessionStore = new Proxy(store, {
     get(target, prop, receiver) {
+      if (prop === "listPendingFollowUps") {
+        return async () => {
+          const pending = await target.listPendingFollowUps();
+          followUpReads++;
+          return pending;
+        };
+      }
       if (prop === "recordRunStart") {
         return async (unit: RunStartUnit) => {
           const started = await recordRunStart(target, unit);
@@ -36,7 +48,7 @@ function loseStartAnswers(store: SessionStore, times: number): { store: SessionS
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
-  return { store: proxy, lost: () => lost };
+  return { store: proxy, lost: () => lost, followUpReads: () => followUpReads };
 }
 
 const cases: [StoreKind, string, Partial<GatewayOptions>][] = STORE_KINDS.flatMap((kind) => [
@@ -103,8 +115,11 @@ describe.each(STORE_KINDS)("a run start whose answer the %s store lost, in clust
     const run = await h.store.findRunByIdempotencyKey("given-up");
     expect(run?.status).toBe("running");
     const waited = h.gateway.agentWait({ runId: run?.runId as string, timeoutMs: 600_000 });
-    // Recovery passes before the minute leave it: a retry may still come.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Recovery passes before the minute leave it: a retry may still come. A pass ends reading the pending
+    // follow-ups, one pass at a time: the second such read from now ends a pass that began after the run was
+    // recorded and read it.
+    const reads = flaky.followUpReads();
+    await eventually(() => flaky.followUpReads() >= reads + 2, "two recovery passes");
     expect((await h.store.getRun(run?.runId as string))?.status).toBe("running");
     await clock.advance(60_001);
     expect(await waited).toMatchObject({

@@ -246,16 +246,25 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
       if (turn.text === "c") await cHeld;
       return agent.agent(turn);
     };
-    // The interrupts' reads of the running runs wait until the test lets each one through, in order.
+    // The interrupts' reads of the running runs wait until the test lets each one through, in order. An interrupt
+    // acts on its read at once (it aborts, or not, with no further wait): `acted` resolves a turn of the event loop
+    // after the read has answered it.
     const base = openStore(kind).store;
-    const blocked: (() => void)[] = [];
+    const blocked: { go: () => void; acted: Promise<void> }[] = [];
     let gated = false;
     const store: SessionStore = new Proxy(base, {
       get(target, prop, receiver) {
         if (prop === "listRunsByStatus") {
           return async (statuses: readonly string[]) => {
-            if (gated && statuses.includes("running")) await new Promise<void>((go) => blocked.push(go));
-            return target.listRunsByStatus(statuses as never);
+            if (!gated || !statuses.includes("running")) return target.listRunsByStatus(statuses as never);
+            let acted: () => void = () => {};
+            const done = new Promise<void>((resolve) => {
+              acted = resolve;
+            });
+            await new Promise<void>((go) => blocked.push({ go, acted: done }));
+            const read = target.listRunsByStatus(statuses as never);
+            void read.then(() => setImmediate(acted));
+            return read;
           };
         }
         const value = Reflect.get(target, prop, receiver);
@@ -275,12 +284,13 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     const c = await send("c");
     await eventually(() => expect(blocked).toHaveLength(2), "both interrupts waiting");
     // b's interrupt aborts first; b's run starts and takes c (it answers it), and is held there.
-    blocked.shift()?.();
+    blocked.shift()?.go();
     await eventually(async () => expect((await runOf(c)).mergedInto).toBe(b), "b took c");
     expect((await runOf(b)).status).toBe("running");
     // c's interrupt comes late: c is taken, so it aborts nothing.
-    blocked.shift()?.();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const late = blocked.shift();
+    late?.go();
+    await late?.acted;
     holdC();
     expect(await wait(b)).toMatchObject({ status: "ok", reply: "reply to c" });
     expect(await wait(c)).toMatchObject({ status: "ok", mergedInto: b });

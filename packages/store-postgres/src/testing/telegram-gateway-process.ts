@@ -2,7 +2,8 @@
  * One gateway process with a Telegram bot on a shared Postgres, for the bot-connection failover test: the real
  * `createGateway` + `createPostgresStore` + `createTelegramAdapter` on a grammY bot pointed at a fake Bot API
  * (`TELEGRAM_API_ROOT`), its polling held through `gateway.holdConnection(adapter.connection)`. Prints
- * `ready`, then `poll <name>` for each getUpdates call it makes (the transformer sees grammY's own requests).
+ * `ready`, then `poll <name>` for each getUpdates call it makes (the transformer sees grammY's own requests) and
+ * `refused <name>` each time it asks for the bot's lease while another gateway holds it.
  *
  * Env: DATABASE_URL, SCHEMA, NAME, TELEGRAM_API_ROOT, TELEGRAM_TOKEN, LEASE_TTL_MS, RECOVERY_MS.
  */
@@ -27,7 +28,14 @@ bot.api.config.use((previous, method, payload, signal) => {
 const adapter = createTelegramAdapter({ bot, typing: false });
 const store = await createPostgresStore({ connectionString: env("DATABASE_URL"), schema: env("SCHEMA") });
 const gateway = createGateway({
-  store,
+  store: {
+    ...store,
+    async acquireLease(input) {
+      const result = await store.acquireLease(input);
+      if (!result.acquired && input.name.startsWith("connection:")) process.stdout.write(`refused ${name}\n`);
+      return result;
+    },
+  },
   adapters: [adapter],
   runner: { run: async (request) => ({ reply: `${name}: ${messageText(request.input)}` }) },
   cluster: { leaseTtlMs: Number(env("LEASE_TTL_MS")), recoveryIntervalMs: Number(env("RECOVERY_MS")) },
