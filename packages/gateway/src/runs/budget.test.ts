@@ -74,10 +74,6 @@ async function settledTree(h: Harness, rootRunId: string) {
   return tree;
 }
 
-const until = async (check: () => Promise<boolean>) => {
-  for (let i = 0; i < 2_000 && !(await check()); i++) await new Promise((r) => setTimeout(r, 5));
-};
-
 describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
   let h: Harness;
   afterEach(async () => {
@@ -137,7 +133,11 @@ describe.each(STORE_KINDS)("budgets of agent trees on the %s store", (kind) => {
         if (turn.kind === "subagent_announce") return { reply: "ANNOUNCE_SKIP", usage: { totalTokens: 0 } };
         const one = await turn.callTool<{ runId?: string }>("sessions_spawn", { task: "one" });
         first = one.runId;
-        await until(async () => (await h.store.getRun(first as string))?.status === "ok");
+        // The first child's end (and so its usage) is recorded before the second spawn draws from the budget.
+        await eventually(
+          async () => expect((await h.store.getRun(first as string))?.status).toBe("ok"),
+          "the first child's end recorded",
+        );
         const two = await turn.callTool<Refusal>("sessions_spawn", { task: "two" });
         return { reply: `${two.status} ${two.code ?? ""}`, usage: { totalTokens: 0 } };
       };

@@ -135,6 +135,12 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
     const a = start("a", link.store, log);
     const b = start("b", shared, log);
     await Promise.all([a.ready, b.ready]);
+    const handedOver: string[] = [];
+    a.lifecycle.subscribe({
+      ended(run, followUps) {
+        if (!followUps) handedOver.push(run.runId);
+      },
+    });
     // b has reached the store for longer than a lease: it may judge a's leases.
     await new Promise((resolve) => setTimeout(resolve, 2 * cluster.leaseTtlMs));
     const first = await a.agent({ sessionKey: "s", message: "a long one", idempotencyKey: "k1" });
@@ -151,8 +157,9 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
     expect(log.filter((e) => e.gateway === "b").map((e) => e.text)).toEqual(["m2", "m3", "m4"]);
     const ended = await b.agentWait({ runId: first.runId, timeoutMs: 60_000 });
     expect(ended.status).toBe("error");
-    // Once healed, a does not run it again: it was ended.
-    await new Promise((resolve) => setTimeout(resolve, 2 * cluster.leaseTtlMs));
+    // Once healed, a does not run it again: its fenced start finds it ended, and a hands it over (ended here, with
+    // no follow-ups of its own).
+    await eventually(() => expect(handedOver).toContain(first.runId));
     expect(log.filter((e) => e.runId === first.runId)).toHaveLength(1);
     expect(overlaps(log)).toEqual([]);
   });
