@@ -90,6 +90,7 @@ async function partitionDuringLongRun(
   await started(witnessFile, long.runId);
   a.proxy.hold();
   const later: AcceptedMessage[] = [];
+  const cutAt = witnessNow();
   for (const n of [1, 2, 3]) {
     const text = `m${n}`;
     const { runId } = await b.client.agent({ sessionKey: S, message: text, idempotencyKey: `${name}-${n}` });
@@ -120,6 +121,11 @@ async function partitionDuringLongRun(
   expect(waits.map((w) => w.status)).toEqual(["ok", "ok", "ok"]);
   // b ran the three messages once each, in order, and never while a executed the session.
   expect(executionsOf(witnessFile, S).filter((e) => e.startsWith("b:"))).toEqual(["b:m1", "b:m2", "b:m3"]);
+  // For docs/scale-out.md's failure table: how long the session waited for the other gateway.
+  const firstOnB = readWitness(witnessFile).find((r) => r.kind === "exec-start" && r.gateway === "b");
+  process.stderr.write(
+    `faults: ${name}: the session waited ${(((firstOnB?.at ?? 0) - cutAt) / 1000).toFixed(1)} s after the cut for the other gateway; the long run ended ${longWait.status}\n`,
+  );
   return { longWait };
 }
 
@@ -156,6 +162,7 @@ describe("the cluster under faults, through sessions-gateway serve on Postgres",
       for (const g of gateways) fault === "reset" ? g.proxy.reset() : g.proxy.hold();
       await sleep(8_000);
       for (const g of gateways) g.proxy.heal();
+      const healedAt = witnessNow();
       const waits = await waitAll(
         (gateways[0] as ServedGateway).client,
         accepted.map((m) => m.runId),
@@ -166,6 +173,10 @@ describe("the cluster under faults, through sessions-gateway serve on Postgres",
       // Each ran once: an outage shorter than the lease stops nothing.
       const starts = readWitness(witnessFile).filter((r) => r.kind === "exec-start");
       expect(starts).toHaveLength(6);
+      const lastWait = Math.max(...waits.map((w) => w.at ?? 0));
+      process.stderr.write(
+        `faults: outage ${fault} 8 s: every wait answered ${((lastWait - healedAt) / 1000).toFixed(1)} s after the database came back\n`,
+      );
     });
   }
 });
