@@ -69,7 +69,7 @@ describe("OpenClaw's published client against our gateway", () => {
       protocol: 4,
       snapshot: { presence: [], stateVersion: { presence: 0, health: 0 } },
       // Our extensions, and how this gateway maps direct chats to sessions (a web chat keys its visitor by it).
-      features: { capabilities: ["agent.spawnedBy", "session.dmScope=main"] },
+      features: { capabilities: ["agent.spawnedBy", "sessions.subscribe.replay", "session.dmScope=main"] },
     });
   });
 

@@ -101,28 +101,35 @@ export async function budgetSpentFor(
 }
 
 /**
- * Starts a run of a budgeted tree (`start` records it) only if the tree's budget is not spent, one start at a time
- * per tree: here under a lock, and in a cluster under the lease `budget:<rootRunId>` too, so that gateways never
- * count the same last run twice. Runs are never overspent; tokens and cost only by runs already under way.
- * @throws BudgetExceeded when the tree's budget is spent.
+ * Runs `task` as the only start of a run in the tree `rootRunId` under way: here under a lock, and in a cluster under
+ * the lease `budget:<rootRunId>` too. What a start checks of its tree (its budget, the hop limit and loop guard) and
+ * the run it records then come as one step, so two starts of one tree (parallel tool calls, two gateways) never
+ * both pass a check that only one of them may.
  */
-export function drawBudget<T>(
+export function oneStartOfTree<T>(
+  ctx: GatewayContext,
+  rootRunId: string,
+  task: () => Promise<T>,
+): Promise<T> {
+  const cluster = ctx.cluster;
+  return ctx.locks.budgets.run(rootRunId, () =>
+    cluster === undefined ? task() : cluster.exclusive(budgetLeaseName(rootRunId), task),
+  );
+}
+
+/**
+ * Throws `BudgetExceeded` when the tree's budget is spent. Called by a start holding its tree (`oneStartOfTree`):
+ * runs are never overspent, tokens and cost only by runs already under way.
+ */
+export async function drawBudget(
   ctx: GatewayContext,
   rootRunId: string,
   limits: BudgetLimits,
-  start: () => Promise<T>,
-): Promise<T> {
-  const draw = async () => {
-    const spent = await treeSpent(ctx, rootRunId);
-    const now = ctx.clock.now();
-    const reached = budgetReached(limits, spent, now);
-    if (reached !== undefined) throw new BudgetExceeded(reached, budgetStatus(limits, spent, now));
-    return start();
-  };
-  const cluster = ctx.cluster;
-  return ctx.locks.budgets.run(rootRunId, () =>
-    cluster === undefined ? draw() : cluster.exclusive(budgetLeaseName(rootRunId), draw),
-  );
+): Promise<void> {
+  const spent = await treeSpent(ctx, rootRunId);
+  const now = ctx.clock.now();
+  const reached = budgetReached(limits, spent, now);
+  if (reached !== undefined) throw new BudgetExceeded(reached, budgetStatus(limits, spent, now));
 }
 
 /** Whether `error` says a tree's budget is spent (see `BudgetExceeded`). */

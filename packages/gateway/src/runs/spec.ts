@@ -19,6 +19,11 @@ export interface RunSpec {
   traceparent?: string | undefined;
   /** The budget of the run's tree (its root's, copied by `causedBy`); the run starts only if it is not spent. */
   budget?: RunRecord["budget"];
+  /**
+   * The tree's guards for this start (hop limit, loop guard): they throw to refuse it. Run with the budget's draw,
+   * one start of the tree at a time, so that what they read is what the start then adds to.
+   */
+  guard?: (() => Promise<void>) | undefined;
   input: TranscriptMessage;
   idempotencyKey?: string | undefined;
   deliverTo?: DeliveryContext | undefined;

@@ -5,7 +5,7 @@ import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { AcquireLease, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
 import { inputOf } from "./absorb.js";
-import { drawBudget } from "./budget.js";
+import { drawBudget, oneStartOfTree } from "./budget.js";
 import { executeRun } from "./execute.js";
 import type { RunSpec } from "./spec.js";
 
@@ -54,10 +54,14 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
   // Check-then-create under one lock per key, so concurrent retries of one request make one run.
   const begin = () =>
     spec.idempotencyKey === undefined ? create() : ctx.locks.idempotency.run(spec.idempotencyKey, create);
-  // A run of a budgeted tree (not its root) starts only if the tree's budget is not spent.
-  return spec.budget !== undefined && spec.rootRunId !== undefined
-    ? drawBudget(ctx, spec.rootRunId, spec.budget, begin)
-    : begin();
+  // A run of a tree (not its root) that its tree's guards or budget may refuse: checked and recorded as one step.
+  const { rootRunId, budget, guard } = spec;
+  if (rootRunId === undefined || (budget === undefined && guard === undefined)) return begin();
+  return oneStartOfTree(ctx, rootRunId, async () => {
+    await guard?.();
+    if (budget !== undefined) await drawBudget(ctx, rootRunId, budget);
+    return begin();
+  });
 }
 
 /**

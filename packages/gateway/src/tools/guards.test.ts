@@ -1,8 +1,10 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { GatewayEvent } from "../gateway.js";
 import type { ScriptedAgent } from "../runner/scripted.js";
+import type { AgentRunner } from "../runner/types.js";
 import type { StoredMessage } from "../store/types.js";
 import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { messageText } from "../transcript.js";
 
 afterAll(cleanupDirs);
 
@@ -156,5 +158,33 @@ describe.each(STORE_KINDS)("the guards of a tree on the %s store", (kind) => {
     const refused = await refusal(A);
     expect(refused).toMatchObject({ code: "loop", limit: 2, chain: [A, B, A, B] });
     expect(String(refused.error)).toContain("have already sent each other 2 messages in this tree");
+  });
+
+  it("lets only as many parallel sends of one step through as the loop guard allows", async () => {
+    const results: { status: string; code?: string }[] = [];
+    const runner: AgentRunner = {
+      async run(request) {
+        if (request.sessionKey !== A || request.kind === "ping_pong" || request.kind === "announce")
+          return { reply: request.kind === "announce" ? "ANNOUNCE_SKIP" : "REPLY_SKIP" };
+        if (messageText(request.input) !== "start") return { reply: "ok" };
+        const send = request.tools.find((t) => t.name === "sessions_send");
+        // Three calls of one model step, made at once (as an AI SDK step runs its tool calls).
+        const answers = await Promise.all(
+          [1, 2, 3].map((n) => send?.execute({ sessionKey: B, message: `parallel ${n}`, timeoutSeconds: 0 })),
+        );
+        results.push(...(answers as { status: string; code?: string }[]));
+        return { reply: "sent" };
+      },
+    };
+    // A send and its reply-back turns may exchange maxPingPongTurns + 1 = 2 messages between A and B.
+    h = await harness(
+      kind,
+      {},
+      { runner, config: config({ session: { agentToAgent: { maxPingPongTurns: 1 } } }) },
+    );
+    await rooms("a", "b");
+    const { runId } = await h.gateway.receive(say("a", "start"));
+    await h.gateway.agentWait({ runId: runId as string, timeoutMs: 60_000 });
+    expect(results.map((r) => r.code ?? r.status).sort()).toEqual(["accepted", "accepted", "loop"]);
   });
 });

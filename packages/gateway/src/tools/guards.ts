@@ -31,6 +31,13 @@ export function noteGuard(
   emitGuard(ctx, runId, refusal);
 }
 
+/** A start the tree's guards refused (thrown from `RunSpec.guard`): the refusal the calling agent gets. */
+export class GuardRefused extends Error {
+  constructor(readonly refusal: GuardRefusal) {
+    super(refusal.error);
+  }
+}
+
 /** Runs a tree may hold that the loop guard reads (a tree that large is refused by its hop limit long before). */
 const TREE_READ_LIMIT = 1000;
 
@@ -81,6 +88,8 @@ export async function budgetRefusal(
  * one hop further from the tree's first message than the calling agent's `maxHops` allows (`max_hops`); or, for a
  * send, the two sessions have already exchanged more messages in this tree than a send and its reply-back loop allow
  * (`loop`: the same pair of sessions sending to each other again and again). Undefined when the call may go ahead.
+ * The hop limit depends on the calling run alone; the loop guard counts the tree's runs, so a send checks it with
+ * its start as one step of its tree (`RunSpec.guard`), or two parallel sends could both pass.
  */
 export async function guardTree(
   ctx: Pick<GatewayContext, "config" | "store">,

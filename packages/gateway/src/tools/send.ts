@@ -7,7 +7,7 @@ import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { isFinal, waitRun } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
-import { budgetRefusal, guardTree, noteGuard } from "./guards.js";
+import { budgetRefusal, type GuardRefusal, GuardRefused, guardTree, noteGuard } from "./guards.js";
 import { displayKey, resolveTarget } from "./resolve.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
 
@@ -21,11 +21,6 @@ export async function sendTool(
   const resolved = await resolveTarget(ctx, tool, params.sessionKey, "send");
   if (!("entry" in resolved)) return resolved;
   const target = resolved.entry;
-  const refused = await guardTree(ctx, tool, call, target.key, "sessions_send");
-  if (refused !== undefined) {
-    if (call !== undefined) noteGuard(ctx, call.run.runId, "sessions_send", refused);
-    return refused;
-  }
   const sourceChannel = await channelFor(ctx, tool.requesterKey);
   const place = toolCause(call, "sessions_send");
   const started = await startRun(ctx, {
@@ -46,9 +41,17 @@ export async function sendTool(
       requesterChannel: sourceChannel,
       request: params.message,
     },
+    // Checked with the start, one start of the tree at a time: parallel sends of one step cannot both pass.
+    guard: async () => {
+      const refused = await guardTree(ctx, tool, call, target.key, "sessions_send");
+      if (refused !== undefined) throw new GuardRefused(refused);
+    },
   }).catch(async (error: unknown) => {
-    if (!isBudgetExceeded(error)) throw error;
-    const refusal = await budgetRefusal(ctx, call, target.key, "sessions_send", error);
+    let refusal: GuardRefusal;
+    if (error instanceof GuardRefused) refusal = error.refusal;
+    else if (isBudgetExceeded(error))
+      refusal = await budgetRefusal(ctx, call, target.key, "sessions_send", error);
+    else throw error;
     if (call !== undefined) noteGuard(ctx, call.run.runId, "sessions_send", refusal);
     return refusal;
   });
