@@ -37,6 +37,29 @@ export async function mergeQueuedRun(
   });
 }
 
+/**
+ * The run that took other runs' messages (`merged`, each ended `ok` with `mergedInto` when taken) ended without an
+ * answer: each of them ends as it did, so whoever reads its outcome (`agent.wait`, `runs.tree`, the console) learns
+ * its message was not answered. Re-running them could answer them twice (the taker may have done part of its work);
+ * their messages stay in the transcript, for the next run of the session to see. Only a run still `ok` and merged into
+ * `taker` changes (one unit each).
+ */
+export async function failMerged(
+  ctx: Pick<GatewayContext, "store">,
+  taker: RunRecord,
+  merged: readonly RunRecord[],
+): Promise<void> {
+  if (taker.status === "ok") return;
+  const error = `the run that took this message (${taker.runId}) ended ${taker.status}${taker.error ? `: ${taker.error}` : ""}`;
+  for (const run of merged) {
+    await ctx.store.transaction(async (tx) => {
+      const latest = await tx.getRun(run.runId);
+      if (latest?.mergedInto !== taker.runId || latest.status !== "ok") return;
+      await tx.putRun({ ...latest, status: taker.status, error });
+    });
+  }
+}
+
 /** The message that started a run, as recorded. */
 export async function inputOf(
   store: Pick<StoreOps, "readMessages">,

@@ -7,7 +7,7 @@ import { type LentMessages, readHistory } from "../store/history.js";
 import { recordRunEnd } from "../store/run-units.js";
 import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
-import { type Absorbed, absorbQueued } from "./absorb.js";
+import { type Absorbed, absorbQueued, failMerged } from "./absorb.js";
 import { deadlineNotice } from "./budget.js";
 import { sessionQueueMode } from "./queue-modes.js";
 import { emitFinal, emitRunnerEvent, emitStart } from "./run-events.js";
@@ -54,6 +54,9 @@ export async function executeRun(
   let budgetStop = false;
   // Set when the session's lane was lost mid-run: nothing is recorded, the run is run again.
   let lost: LaneLost | undefined;
+  // Runs whose messages this one took (queue modes): collected, and steered into its turn. They end as it does.
+  const merged: RunRecord[] = [];
+  const steered: RunRecord[] = [];
   // What the run needs of the store before the runner starts waits out an outage (a database restarting): an
   // accepted run runs once the store is back, rather than end in an error the runner never caused.
   const stored = <T>(read: () => Promise<T>) => untilStored(read, storeOutage(ctx, queued.runId));
@@ -91,6 +94,7 @@ export async function executeRun(
       const taken: Absorbed[] = [];
       const absorbing = {};
       await stored(() => absorbQueued(ctx, run, taken, absorbing));
+      merged.push(...taken.map((t) => t.run));
       const newest = taken.at(-1);
       if (newest !== undefined && newest.input.seq > last.seq) last = newest.input;
       run = replyWhereNewestAsked(
@@ -101,7 +105,6 @@ export async function executeRun(
     const history = await stored(() =>
       readHistory(store, spec.sessionKey, { limit: ctx.historyWindow, beforeSeq: last.seq + 1 }),
     );
-    const steered: RunRecord[] = [];
     const steering =
       run.userMessage === true && ctx.runner.steering === true ? steeringFor(ctx, run, steered) : undefined;
     const request = runRequest(ctx, run, spec, last, history, entry, control, steering);
@@ -144,6 +147,17 @@ export async function executeRun(
   if (lost !== undefined) throw lost;
   if (control.guards.length > 0) run = { ...run, guards: [...control.guards] };
   run = await recordEnd(ctx, run, usage, lane, budgetStop);
+  if (run.status !== "ok" && merged.length + steered.length > 0 && !discarded.has(run)) {
+    const failed = run;
+    const taken = [...merged, ...steered];
+    await untilStored(() => failMerged(ctx, failed, taken), storeOutage(ctx, run.runId)).catch(
+      (error: unknown) =>
+        ctx.logger.warn("could not end the runs merged into a failed run", {
+          runId: failed.runId,
+          error: String(error),
+        }),
+    );
+  }
   emitFinal(ctx, run);
   ctx.runs.settle(run);
   // A discarded end leaves the run's follow-up work to the gateway that recovered it.

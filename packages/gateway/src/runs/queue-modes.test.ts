@@ -194,6 +194,39 @@ describe.each(STORE_KINDS)("queue modes on the %s store", (kind) => {
     expect(agent.turns[0]?.steered).toEqual([["also this"]]);
   });
 
+  it("a run that took waiting messages and then fails ends them with its failure (collect and steer)", async () => {
+    for (const mode of ["collect", "steer"] as const) {
+      const agent = heldAgent(1);
+      const failing: ScriptedAgent = async (turn) => {
+        await agent.agent(turn);
+        // collect: the run that took b and c; steer: the held run that took a and b at its boundary.
+        if (mode === "collect" ? turn.text === "c" : turn.text === "first")
+          throw new Error("model unavailable");
+        return `reply to ${turn.text}`;
+      };
+      const clock = createManualClock();
+      const runner = createScriptedRunner({ agents: { main: failing }, clock, steering: true });
+      h = await harness(kind, { main: failing }, { runner }, { clock, channel: createFakeChannel() });
+      const { first, ids } = await busyWith(mode, "a", "b", "c");
+      const [a, b, c] = ids as [string, string, string];
+      agent.release();
+      const taker = mode === "collect" ? a : first;
+      expect(await wait(taker)).toMatchObject({ status: "error", error: "model unavailable" });
+      const taken = mode === "collect" ? [b, c] : [a, b, c];
+      for (const id of taken) {
+        // Read once the taker's end is written: the merged run's outcome is its taker's.
+        await eventually(async () => expect((await runOf(id)).status).toBe("error"));
+        expect(await wait(id)).toMatchObject({
+          status: "error",
+          mergedInto: taker,
+          error: `the run that took this message (${taker}) ended error: model unavailable`,
+        });
+      }
+      await h.close();
+      h = undefined;
+    }
+  });
+
   it("steer falls back to followup with a runner that cannot steer", async () => {
     const agent = heldAgent();
     h = await harness(kind, { main: agent.agent });
