@@ -1,13 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AgentRunRequest } from "@sessions/gateway";
-import { createGatewayClient } from "@sessions/gateway-client";
 import { afterAll, describe, expect, inject, it, onTestFailed } from "vitest";
 import { eventually, freshSchema } from "../helpers.js";
-import { startFaultProxy } from "./fault-proxy.js";
+import { type ServedGateway, startServeCluster } from "./serve-cluster.js";
 import {
   createWitness,
   MAX_LINE_BYTES,
@@ -176,58 +175,19 @@ describe("witnessRunner", () => {
   });
 
   it("loads as `sessions-gateway serve --runner` on Postgres (through the fault proxy) and witnesses its runs", async () => {
-    const postgresUrl = inject("postgresUrl");
-    const proxy = await startFaultProxy({
-      target: { host: "127.0.0.1", port: Number(new URL(postgresUrl).port) },
-    });
-    cleanup.push(() => proxy.close());
-    const store = new URL(proxy.url(postgresUrl));
-    store.searchParams.set("schema", freshSchema("witness"));
     const file = freshFile();
-    const log: string[] = [];
+    const [gateway] = await startServeCluster({
+      names: ["g1"],
+      postgresUrl: inject("postgresUrl"),
+      schema: freshSchema("witness"),
+      witnessFile: file,
+      work,
+      cleanup,
+    });
+    const { client, child, proxy, log } = gateway as ServedGateway;
     onTestFailed(() => {
       process.stderr.write(`--- gateway\n${log.join("")}\n`);
     });
-    const bin = resolve(here, "../../../../../apps/gateway/bin.js");
-    const fixture = join(here, "witness-runner.fixture.ts");
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        bin,
-        "serve",
-        "--port",
-        "0",
-        "--store",
-        store.toString(),
-        "--runner",
-        fixture,
-        "--no-console",
-      ],
-      {
-        cwd: here,
-        env: { ...process.env, WITNESS_FILE: file, GATEWAY_NAME: "g1", SESSIONS_GATEWAY_TOKEN: "" },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    children.add(child);
-    cleanup.push(async () => {
-      child.kill("SIGTERM");
-      await waitExit(child);
-    });
-    const url = await new Promise<string>((resolveUrl, reject) => {
-      const read = (chunk: Buffer) => {
-        log.push(String(chunk));
-        const match = /listening (ws:\/\/\S+)/.exec(log.join(""));
-        if (match) resolveUrl(match[1] as string);
-      };
-      child.stdout?.on("data", read);
-      child.stderr?.on("data", read);
-      child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${log.join("")}`)));
-    });
-    const client = createGatewayClient({ url, reconnect: false });
-    cleanup.push(() => client.close());
     const { runId } = await client.agent({ message: "slow:50 hello", idempotencyKey: "w-1" });
     expect(await client.waitRun(runId, { timeoutMs: 60_000 })).toMatchObject({
       status: "ok",
