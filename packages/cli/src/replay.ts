@@ -1,8 +1,9 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SessionsError } from "@sessions/core";
 import { createGateway, createSqliteStore, type Gateway, type RecordingLine } from "@sessions/gateway";
-import { createReplayRunner, normalizeRecording, type RecordedTurn, readRecording } from "@sessions/testing";
+import { createReplayRunner, normalizeRecording, type ReplayRunner, readRecording } from "@sessions/testing";
 import { eventually } from "@sessions/testing/eventually";
 import { type OptionValues, text, usageError } from "./args.js";
 import { readConfigFile } from "./serve.js";
@@ -13,17 +14,17 @@ import { REPLAY } from "./spec.js";
 const SHOWN = 20;
 
 /**
- * `sessions-gateway replay <recording>`: replays a recorded exchange on a gateway of its own and compares. Returns
- * the exit code: 0 identical, 1 diverged (the diff on stdout).
+ * `sessions-gateway replay <recording>`: replays a recorded exchange on a gateway of its own and compares. The
+ * recorded requests are sent again with what they were recorded with (budget, trace context, delivery target), each
+ * paired with its recorded run by id. Returns the exit code: 0 identical, 1 diverged (the diff on stdout).
  */
 export async function replay(file: string | undefined, options: OptionValues, io: CliIo): Promise<number> {
   if (file === undefined) throw usageError("give the recording to replay", REPLAY.name, "recording");
   if (!existsSync(file)) throw usageError(`no recording at ${file}`, REPLAY.name, "recording");
   const configPath = text(options.config);
   const config = configPath === undefined ? {} : readConfigFile(configPath).config;
-  const roots = readRecording(file).filter(
-    (line) => line.type === "turn" && (line.kind === "agent" || line.kind === "chat"),
-  ) as unknown as RecordedTurn[];
+  // Recordings made before requests were recorded have none: then the replay's are left out of the comparison too.
+  const requests = readRecording(file).some((line) => line.type === "request");
   const runner = createReplayRunner(file);
   const lines: RecordingLine[] = [];
   const dir = mkdtempSync(join(tmpdir(), "sessions-replay-"));
@@ -33,27 +34,31 @@ export async function replay(file: string | undefined, options: OptionValues, io
     runner,
     record: (line) => lines.push(line),
   });
+  const problems: string[] = [];
   try {
     await gateway.ready;
-    for (const [i, root] of roots.entries()) {
-      const asked = { sessionKey: root.sessionKey, message: root.input, idempotencyKey: `replay-${i}` };
-      await (root.kind === "agent" ? gateway.agent(asked) : gateway.chat.send(asked));
+    for (const [i, request] of runner.requests.entries()) {
+      const refused = await send(gateway, request);
+      if (refused !== undefined)
+        problems.push(
+          `request #${i + 1} (${request.method} in ${request.params.sessionKey}) was refused: ${refused}`,
+        );
       await idle(gateway);
     }
   } finally {
     await gateway.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const problems: string[] = [];
   try {
     runner.assertReplayed();
   } catch (error) {
     problems.push((error as Error).message);
   }
-  const recorded = normalizeRecording(file).split("\n");
-  const replayed = normalizeRecording({ text: lines.map((l) => `${JSON.stringify(l)}\n`).join("") }).split(
-    "\n",
-  );
+  const recorded = normalizeRecording(file, { requests }).split("\n");
+  const replayed = normalizeRecording(
+    { text: lines.map((l) => `${JSON.stringify(l)}\n`).join("") },
+    { requests },
+  ).split("\n");
   const missing = recorded.filter((line) => !replayed.includes(line));
   const extra = replayed.filter((line) => !recorded.includes(line));
   if (missing.length + extra.length > 0)
@@ -69,8 +74,23 @@ export async function replay(file: string | undefined, options: OptionValues, io
     return 1;
   }
   const turns = lines.filter((l) => l.type === "turn").length;
-  io.out(`replayed ${turns} turns and ${lines.length - turns} deliveries: identical to ${file}`);
+  const deliveries = lines.filter((l) => l.type === "delivery").length;
+  io.out(`replayed ${turns} turns and ${deliveries} deliveries: identical to ${file}`);
   return 0;
+}
+
+/** Sends a recorded request again; returns why the gateway refused it (a readable line), or undefined. */
+async function send(
+  gateway: Gateway,
+  request: ReplayRunner["requests"][number],
+): Promise<string | undefined> {
+  try {
+    await (request.method === "agent" ? gateway.agent(request.params) : gateway.chat.send(request.params));
+    return undefined;
+  } catch (error) {
+    if (!SessionsError.isInstance(error)) throw error;
+    return `${error.code}${error.field === undefined ? "" : ` (${error.field})`}: ${error.message}`;
+  }
 }
 
 /**

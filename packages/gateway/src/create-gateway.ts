@@ -26,7 +26,7 @@ import { Lifecycle } from "./lifecycle.js";
 import { dispatch } from "./methods/index.js";
 import { callTool } from "./methods/tools.js";
 import { RunTable } from "./run-table.js";
-import { recordDeliveries, recordingRunner, recordingWriter } from "./runner/recording.js";
+import { recordingRunner, recordingWriter, recordRequestsAndDeliveries } from "./runner/recording.js";
 import { followInterrupts } from "./runs/interrupt.js";
 import { holdGatewayLease } from "./runs/ownership.js";
 import { recoverRuns } from "./runs/recovery.js";
@@ -119,7 +119,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const connections = new Set<HeldConnection>();
   const lifecycle = new Lifecycle(logger);
   const record = options.record === undefined ? undefined : recordingWriter(options.record);
-  if (record !== undefined) lifecycle.subscribe(recordDeliveries(record));
+  if (record !== undefined) lifecycle.subscribe(recordRequestsAndDeliveries(record));
   const ctx: GatewayContext = {
     owner,
     config,

@@ -56,7 +56,14 @@ export {
   matrixThreadRelation,
 } from "./matrix-fixtures.js";
 export type { MaskOptions } from "./replay/ids.js";
-export { normalizeRecording, type RecordedTurn, readRecording } from "./replay/recording.js";
+export {
+  type NormalizeOptions,
+  normalizeRecording,
+  type RecordedRequest,
+  type RecordedTurn,
+  readRecording,
+} from "./replay/recording.js";
+export type { ReplayedRequest } from "./replay/requests.js";
 export {
   createReplayRunner,
   type ReplayEvent,

@@ -1,7 +1,8 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import type { Budget, DeliveryContext } from "@sessions/core";
 import type { LifecycleHooks } from "../lifecycle.js";
-import type { DeliveryRecord, RunUsage } from "../store/types.js";
+import type { DeliveryRecord, RunRecord, RunUsage } from "../store/types.js";
 import { messageText } from "../transcript.js";
 import type { AgentRunEvent, AgentRunner } from "./types.js";
 
@@ -11,11 +12,26 @@ export type RecordedEvent =
   | { call: { id: string; tool: string; params: unknown; result?: unknown } };
 
 /**
- * One line of a recording (`createGateway({ record })`, `sessions-gateway serve --record`): a runner turn — what the
+ * One line of a recording (`createGateway({ record })`, `sessions-gateway serve --record`): a request that started a
+ * tree (`agent`, `chat.send`) with what its tree runs under, which a replay sends again; a runner turn — what the
  * gateway asked (session, kind, input, system context) and what the runner did (events, reply, usage or error) —
  * or a delivery's outcome (the announces and replies the turns led to, and the policy that held one back).
  */
 export type RecordingLine =
+  | {
+      v: 1;
+      type: "request";
+      /** The run it started (its tree's root). */
+      runId: string;
+      method: string;
+      sessionKey: string;
+      /** The budget its tree ran under: the request's own, else its session's, agent's or the default. */
+      budget?: Budget | undefined;
+      /** The trace context its tree continues: the caller's, or the root's own span when the gateway traces. */
+      traceparent?: string | undefined;
+      /** Where its reply was delivered (`deliver`), the target as resolved. */
+      deliver?: DeliveryContext | undefined;
+    }
   | {
       v: 1;
       type: "turn";
@@ -120,9 +136,26 @@ function note(
   }
 }
 
-/** Records each delivery's outcome (`deliveryFinal`) next to the turns that led to it. */
-export function recordDeliveries(write: (line: RecordingLine) => void): Partial<LifecycleHooks> {
+/**
+ * Records, next to the turns, each request that started a tree (`accepted`: the root of an `agent` or `chat.send`)
+ * and each delivery's outcome (`deliveryFinal`). Idempotency keys are left out: a replay pairs roots by run id.
+ */
+export function recordRequestsAndDeliveries(write: (line: RecordingLine) => void): Partial<LifecycleHooks> {
   return {
+    accepted(run) {
+      if (run.cause?.kind !== "request" || run.rootRunId !== undefined) return;
+      const budget = run.budget === undefined ? undefined : askedBudget(run.budget, run.createdAt);
+      write({
+        v: 1,
+        type: "request",
+        runId: run.runId,
+        method: run.cause.method,
+        sessionKey: run.sessionKey,
+        ...(budget === undefined ? {} : { budget }),
+        ...(run.traceparent === undefined ? {} : { traceparent: run.traceparent }),
+        ...(run.deliverTo === undefined ? {} : { deliver: run.deliverTo }),
+      });
+    },
     deliveryFinal(delivery) {
       write({
         v: 1,
@@ -139,5 +172,19 @@ export function recordDeliveries(write: (line: RecordingLine) => void): Partial<
           : { reason: delivery.lastError }),
       });
     },
+  };
+}
+
+/**
+ * A root's budget as it was asked for: its deadline back in seconds from the run's creation (the deadline was set a
+ * moment before it, from whole seconds, hence rounded up).
+ */
+function askedBudget(limits: NonNullable<RunRecord["budget"]>, createdAt: number): Budget {
+  const { tokens, costUsd, runs, deadlineAt } = limits;
+  return {
+    ...(tokens === undefined ? {} : { tokens }),
+    ...(costUsd === undefined ? {} : { costUsd }),
+    ...(runs === undefined ? {} : { runs }),
+    ...(deadlineAt === undefined ? {} : { seconds: Math.max(1, Math.ceil((deadlineAt - createdAt) / 1000)) }),
   };
 }

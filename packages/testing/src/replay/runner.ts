@@ -1,6 +1,7 @@
 import { IdAliases } from "./aliases.js";
 import { idsIn, type MaskOptions, maskIds } from "./ids.js";
 import { type RecordedTurn, readRecording } from "./recording.js";
+import { type ReplayedRequest, recordedRequests } from "./requests.js";
 
 /** A tool as the replay calls it: the part of a gateway's `RunnerTool` it needs. */
 export interface ReplayTool {
@@ -17,6 +18,8 @@ export type ReplayEvent =
 
 /** The part of a gateway's `AgentRunRequest` the replay reads. */
 export interface ReplayRequest {
+  /** The run's id: paired with the recorded turn's (its own recorded id when the replay sent it with that key). */
+  runId?: string | undefined;
   agentId: string;
   sessionKey: string;
   kind: string;
@@ -33,6 +36,12 @@ export interface ReplayRunner {
   run(
     request: ReplayRequest,
   ): Promise<{ reply?: string | undefined; usage?: RecordedTurn["usage"] | undefined }>;
+  /**
+   * The requests that started the recorded exchange, in order, with the budget, trace context and delivery target
+   * they were recorded with: send each again (`gateway.agent` / `gateway.chat.send`, `method` and `params`) to
+   * replay it. Their idempotency keys are the recorded run ids, so each root is paired with its recorded run.
+   */
+  readonly requests: readonly ReplayedRequest[];
   /** Every way the live exchange left the recording so far, one readable entry each. */
   readonly divergences: readonly string[];
   /**
@@ -57,7 +66,8 @@ export function createReplayRunner(
   options: MaskOptions = {},
 ): ReplayRunner {
   const name = typeof source === "string" ? source : "the recording";
-  const turns = readRecording(source).filter((line) => line.type === "turn") as unknown as RecordedTurn[];
+  const lines = readRecording(source);
+  const turns = lines.filter((line) => line.type === "turn") as unknown as RecordedTurn[];
   const queues = new Map<string, number[]>();
   for (const [i, turn] of turns.entries()) {
     const key = `${turn.kind}|${turn.sessionKey}`;
@@ -72,10 +82,17 @@ export function createReplayRunner(
     throw new Error(`replay diverged from ${name}: ${message}`);
   };
 
-  /** The next recorded turn for a live request: its session's (ids paired), or a fresh sub-agent session's. */
+  /**
+   * The next recorded turn for a live request: its session's (ids paired) — the one of its run when its run id is
+   * paired already (or is the recorded one), else the first — or a fresh sub-agent session's.
+   */
   function next(request: ReplayRequest): number | undefined {
     const known = queues.get(`${request.kind}|${aliases.recorded(request.sessionKey)}`);
-    if (known !== undefined && known.length > 0) return known.shift();
+    if (known !== undefined && known.length > 0) {
+      const runId = request.runId === undefined ? undefined : aliases.recorded(request.runId).toLowerCase();
+      const at = known.findIndex((i) => turns[i]?.runId.toLowerCase() === runId);
+      return known.splice(Math.max(at, 0), 1)[0];
+    }
     if (idsIn(aliases.recorded(request.sessionKey)).length === 0) return undefined;
     // A session with a new id (a sub-agent's) before the answer that named it was compared: the earliest unplayed
     // session of the same shape whose id is not taken yet.
@@ -94,7 +111,15 @@ export function createReplayRunner(
     return queues.get(best.key)?.shift();
   }
 
+  /** Pairs a turn's recorded run id with the live one when both are ids; one paired otherwise already differs. */
+  function pairRun(recorded: string, live: string | undefined): string[] {
+    if (live === undefined || idsIn(recorded).length !== 1 || idsIn(live).length !== 1) return [];
+    return aliases.compare(recorded, live, "runId");
+  }
+
+  const requests = recordedRequests(lines);
   return {
+    requests,
     get divergences() {
       return divergences;
     },
@@ -108,6 +133,7 @@ export function createReplayRunner(
       const turn = turns[index] as RecordedTurn;
       played.add(index);
       const asked = [
+        ...pairRun(turn.runId, request.runId),
         ...aliases.compare(turn.input, input, "input"),
         ...aliases.compare(turn.system, request.system, "system"),
       ];
