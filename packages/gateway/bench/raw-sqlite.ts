@@ -88,6 +88,7 @@ export async function rawSqliteRuns(
     idempotencyKey: run.idempotencyKey ?? null,
     followUpPending: 0,
     owner: run.owner ?? null,
+    rootRunId: run.rootRunId ?? null,
     data: JSON.stringify(run),
   });
   const started = start();
