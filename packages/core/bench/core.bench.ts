@@ -1,5 +1,6 @@
 // Throughput of the hot core paths: `pnpm bench` (or `pnpm --filter @sessions/core bench`).
 // Targets on a 2-core machine: ≥ 1,000,000 parses/s, ≥ 300,000 policy decisions/s.
+// `BENCH_SMOKE=1` (`pnpm bench:smoke`) times each task for a few milliseconds: it checks the bench runs, not the targets.
 import { Bench } from "tinybench";
 import {
   checkSessionAccess,
@@ -39,7 +40,13 @@ let sink = 0;
 let i = 0;
 const next = (): string => keys[i++ % keys.length] as string;
 
-const bench = new Bench({ time: 1500, warmup: true, warmupTime: 300 });
+const SMOKE = process.env.BENCH_SMOKE === "1";
+// `throws`: a task that throws fails the bench, instead of a row of 0 ops/s.
+const bench = new Bench({
+  throws: true,
+  warmup: true,
+  ...(SMOKE ? { time: 20, warmupTime: 5 } : { time: 1500, warmupTime: 300 }),
+});
 bench
   .add("baseline: String#split + toLowerCase", () => {
     sink += next().toLowerCase().split(":").length;
@@ -83,4 +90,5 @@ const rows = bench.tasks.map((task) => {
   };
 });
 console.table(rows);
+if (SMOKE) console.log("BENCH_SMOKE=1: smoke run, the figures are not comparable with the targets.");
 if (sink === -1) console.log(sink);

@@ -1,31 +1,32 @@
 // Shared by the wire bench's parts (see wire.bench.ts): sizes and targets, timing, the result table, seeding PRNG.
 // `BENCH_SCALE=small` shrinks every size so the whole bench runs in well under a minute (to check it still works;
-// its figures are not comparable with the targets).
+// its figures are not comparable with the targets). `BENCH_SMOKE=1` (`pnpm bench:smoke`, in CI) shrinks them further:
+// one pass of every part, to check the bench still runs end to end.
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import type { GatewayServer } from "@sessions/gateway";
-import { ms, type Row, type Stats, verdict } from "../../gateway/bench/kit.js";
+import { ms, type Row, SMOKE, type Stats, verdict } from "../../gateway/bench/kit.js";
 import { createGatewayClient, type GatewayClient } from "../src/index.js";
 
 // ------------------------------------------------------------------ sizes and targets
 
-export const SMALL = process.env.BENCH_SCALE === "small";
-const size = (full: number, small: number) => (SMALL ? small : full);
+export const SMALL = SMOKE || process.env.BENCH_SCALE === "small";
+const size = (full: number, small: number, smoke = small) => (SMOKE ? smoke : SMALL ? small : full);
 
-export const SESSIONS = size(10_000, 1_000);
+export const SESSIONS = size(10_000, 1_000, 300);
 export const LIST_LIMIT = 100;
-export const TRANSCRIPT = size(200_000, 5_000);
+export const TRANSCRIPT = size(200_000, 5_000, 1_000);
 export const HISTORY_LIMIT = 50;
-export const RUNS = size(2_000, 200);
-export const CONNECTIONS = 10;
+export const RUNS = size(2_000, 200, 100);
+export const CONNECTIONS = size(10, 10, 3);
 export const IN_FLIGHT_PER_CONNECTION = 8;
 export const RUN_REPEATS = size(3, 1);
 export const COLD_STARTS = size(5, 1);
-export const WARMUP_RUNS = size(300, 50);
-export const LATENCY = { warmup: size(100, 10), iterations: size(1_000, 100) };
-export const READ_LATENCY = { warmup: size(50, 10), iterations: size(500, 100) };
-export const RUN_LATENCY = { warmup: size(50, 5), iterations: size(300, 30) };
+export const WARMUP_RUNS = size(300, 50, 20);
+export const LATENCY = { warmup: size(100, 10, 2), iterations: size(1_000, 100, 20) };
+export const READ_LATENCY = { warmup: size(50, 10, 2), iterations: size(500, 100, 20) };
+export const RUN_LATENCY = { warmup: size(50, 5, 2), iterations: size(300, 30, 10) };
 
 export const TARGET = {
   addedP50Ms: 0.3,

@@ -11,13 +11,29 @@ import { fileURLToPath } from "node:url";
 import { createGateway, createScriptedRunner, createSqliteStore, type Gateway } from "@sessions/gateway";
 import { type RunTemplates, rawSqliteRuns, recordedTemplates } from "../../gateway/bench/raw-sqlite.js";
 import { createGatewayClient, type GatewayClient } from "../src/index.js";
-import { check, latencyRow, median, note, rows, SMALL, stats, TSX_LOADER, verdict } from "./harness.js";
+import {
+  check,
+  latencyRow,
+  median,
+  note,
+  rows,
+  SMALL,
+  SMOKE,
+  stats,
+  TSX_LOADER,
+  verdict,
+} from "./harness.js";
 
-const RUNS = SMALL ? 2_000 : 20_000;
-const SESSIONS = 200;
-const IN_FLIGHT = 500;
+const RUNS = SMOKE ? 300 : SMALL ? 2_000 : 20_000;
+const SESSIONS = SMOKE ? 20 : 200;
+const IN_FLIGHT = SMOKE ? 50 : 500;
 const REPEATS = SMALL ? 1 : 3;
-const CONNECTS = SMALL ? { warmup: 50, iterations: 100 } : { warmup: 300, iterations: 1000 };
+const WARMUP_RUNS = SMOKE ? 100 : 2_000;
+const CONNECTS = SMOKE
+  ? { warmup: 5, iterations: 20 }
+  : SMALL
+    ? { warmup: 50, iterations: 100 }
+    : { warmup: 300, iterations: 1000 };
 /** Targets (issue 21): the wire keeps ≥ 60 % of the in-process rate and ≥ 50 % of the floor; hello ≤ 1 ms p50. */
 const TARGET = { ofInProcess: 0.6, ofFloor: 0.5, helloP50Ms: 1 };
 
@@ -161,8 +177,8 @@ export async function pipelineBench(dir: string): Promise<void> {
     const wire = overWire(client);
     const here = inProcess(local);
     // Warm-up: sessions exist, statements prepared, JIT warm on both sides.
-    await batch(here, 2_000, "warm-local");
-    await batch(wire, 2_000, "warm-wire", server.cpu);
+    await batch(here, WARMUP_RUNS, "warm-local");
+    await batch(wire, WARMUP_RUNS, "warm-wire", server.cpu);
     const shapes = await templates(local);
     // Before the batches, whose garbage would be collected during it: a connect to an idle, warm server.
     const hello = stats(await helloLatency(server, token));

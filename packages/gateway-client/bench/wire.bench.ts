@@ -1,6 +1,7 @@
 // What the WebSocket wire costs: @sessions/gateway-client talking to @sessions/gateway on loopback, against the
 // same calls in process, on a real SQLite file: `pnpm bench` (or `pnpm --filter @sessions/gateway-client bench`).
-// `BENCH_SCALE=small` runs a quick version (to check it works; its figures are not comparable with the targets).
+// `BENCH_SCALE=small` runs a quick version (to check it works; its figures are not comparable with the targets);
+// `BENCH_SMOKE=1` (`pnpm bench:smoke`, in CI) an even smaller one of every part, whatever BENCH_ONLY says.
 // Imports @sessions/gateway from its dist, so build first:
 //   pnpm --filter @sessions/core --filter @sessions/gateway --filter @sessions/gateway-client build
 // Targets on a 2-core machine: the wire adds ≤ 0.3 ms p50 to a trivial call; sessions.list (limit 100, 10,000
@@ -20,7 +21,7 @@ import { join } from "node:path";
 import { createGateway, createScriptedRunner, createSqliteStore } from "@sessions/gateway";
 import type { GatewayClient } from "../src/index.js";
 import { coldStartBench } from "./cold-start.js";
-import { connect, rows, SMALL, since, wallStart } from "./harness.js";
+import { connect, rows, SMALL, SMOKE, since, wallStart } from "./harness.js";
 import { overheadBench } from "./overhead.js";
 import { pipelineBench } from "./pipeline.js";
 import { historyBench, listBench } from "./reads.js";
@@ -28,10 +29,12 @@ import { runsBench } from "./runs.js";
 import { AGENTS, mainEntry } from "./seed.js";
 
 /** `BENCH_ONLY=pipeline` runs part 6 alone (for CPU profiles, and comparing builds back to back). */
-const ONLY = process.env.BENCH_ONLY;
+const ONLY = SMOKE ? undefined : process.env.BENCH_ONLY;
 const dir = mkdtempSync(join(tmpdir(), "sessions-wire-bench-"));
 try {
-  console.log(`wire bench${SMALL ? " (BENCH_SCALE=small)" : ""} (temp dir ${dir})`);
+  console.log(
+    `wire bench${SMOKE ? " (BENCH_SMOKE=1)" : SMALL ? " (BENCH_SCALE=small)" : ""} (temp dir ${dir})`,
+  );
   if (ONLY === "pipeline") {
     console.log("6. pipelined runs: the wire against the store");
     await pipelineBench(dir);

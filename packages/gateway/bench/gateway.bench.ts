@@ -2,13 +2,14 @@
 // Targets on a 2-core machine: sessions.list over 100,000 sessions p50 ≤ 20 ms; chat.history (limit 50) p50 ≤ 5 ms
 // and flat in transcript length (1,000,000 messages within 2x of 1,000); appendMessage p50 ≤ 0.5 ms; 1,000
 // concurrent sub-agent spawns all announced within 10 s with peak RSS < 400 MB.
-// One file per feature: list.ts, transcripts.ts, spawns.ts; runs/s are in runs.bench.ts.
+// One file per feature: list.ts, transcripts.ts, spawns.ts; runs/s are in runs.bench.ts. `BENCH_SMOKE=1`: 20 spawns,
+// 1,000 sessions, a 5,000-message transcript, a few samples of each (checks the bench runs, not the targets).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createGateway, createSqliteStore } from "../src/index.js";
-import { ms, note, rows, runner, since, TARGET, verdict } from "./harness.js";
+import { ms, note, rows, runner, SMOKE, since, TARGET, verdict } from "./harness.js";
 import { listBench } from "./list.js";
 import { SPAWNS, spawnBench } from "./spawns.js";
 import { appendBench, historyBench } from "./transcripts.js";
@@ -71,3 +72,4 @@ console.log(
   below === 0 ? "All targets met." : `${below} result(s) BELOW TARGET (see the verdict column).`,
   `Total wall time ${since(wallStart)}.`,
 );
+if (SMOKE) console.log("BENCH_SMOKE=1: smoke run, the figures are not comparable with the targets.");

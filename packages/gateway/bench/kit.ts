@@ -2,6 +2,12 @@
 // timing and stats, the result row, a seeded PRNG and sanity checks.
 import { performance } from "node:perf_hooks";
 
+/**
+ * `BENCH_SMOKE=1` (`pnpm bench:smoke`, run in CI): every bench at its smallest sizes, to check that it still runs
+ * end to end; its figures are not comparable with the targets.
+ */
+export const SMOKE = process.env.BENCH_SMOKE === "1";
+
 export const DAY = 24 * 3600_000;
 export const MB = 1024 * 1024;
 

@@ -10,6 +10,7 @@ import {
   prng,
   rows,
   runner,
+  SMOKE,
   type Stats,
   since,
   TARGET,
@@ -17,8 +18,12 @@ import {
 } from "./harness.js";
 import { AGENTS, mainEntry, seedEntry } from "./seed.js";
 
-const SESSIONS = 100_000;
-const LIST_LIMIT = 200;
+const SESSIONS = SMOKE ? 1_000 : 100_000;
+const LIST_LIMIT = SMOKE ? 10 : 200;
+/** How deep the deep pages are, and the page size of the walk by key that gets there. */
+const DEEP = SMOKE ? 500 : 50_000;
+const WALK_PAGE = SMOKE ? 100 : 1_000;
+const LATENCY = SMOKE ? { warmup: 2, iterations: 10 } : { warmup: 20, iterations: 200 };
 const LIST_KINDS: SessionKind[] = ["group", "main"];
 const ACTIVE_MINUTES = 24 * 60;
 
@@ -73,7 +78,7 @@ export async function listBench(operator: Gateway): Promise<void> {
   t = performance.now();
   const [method, toolAll, toolNoA2a] = (await measure(
     [() => operator.sessions.list(params), tool(allVisible), tool(allNoA2a)],
-    { warmup: 20, iterations: 200 },
+    LATENCY,
   )) as [Stats, Stats, Stats];
   note(`sessions.list timing: ${since(t)}`);
   const listRow = (task: string, s: Stats, target: boolean) =>
@@ -84,7 +89,11 @@ export async function listBench(operator: Gateway): Promise<void> {
       target: target ? `p50 ≤ ${TARGET.listP50Ms} ms` : "",
       verdict: target ? verdict(s.p50 <= TARGET.listP50Ms) : "",
     });
-  listRow("sessions.list (100k sessions, kinds + activeMinutes, limit 200)", method, true);
+  listRow(
+    `sessions.list (${SESSIONS.toLocaleString("en-US")} sessions, kinds + activeMinutes, limit ${LIST_LIMIT})`,
+    method,
+    true,
+  );
   listRow('sessions_list tool (visibility "all", agentToAgent on)', toolAll, false);
   listRow('sessions_list tool (visibility "all", agentToAgent off)', toolNoA2a, false);
 
@@ -92,17 +101,19 @@ export async function listBench(operator: Gateway): Promise<void> {
   // matching row of the other agents is read (page by page) and filtered out after the query.
   const lonely = tool(allNoA2a, "agent:triage:main");
   const lonelyCount = ((await lonely()) as { count: number }).count;
-  const [toolLonely] = (await measure([lonely], { warmup: 3, iterations: 30 })) as [Stats];
+  const [toolLonely] = (await measure(
+    [lonely],
+    SMOKE ? { warmup: 1, iterations: 3 } : { warmup: 3, iterations: 30 },
+  )) as [Stats];
   note(`sessions_list tool as agent:triage:main (agentToAgent off) → ${lonelyCount} row(s)`);
   listRow('sessions_list tool ("all", agentToAgent off, agent with ~no sessions)', toolLonely, false);
 
   // Deep pages: an offset page reads and skips every row before it; a page of a walk by key (`cursor`) starts at
   // its key in the primary key's index, whatever its depth.
-  const DEEP = 50_000;
   let cursor: string | null | undefined = (await operator.sessions.list({ sortBy: "key", limit: 1 }))
     .nextCursor;
-  for (let read = 1; read < DEEP && cursor; read += 1_000) {
-    cursor = (await operator.sessions.list({ cursor, limit: 1_000 })).nextCursor;
+  for (let read = 1; read < DEEP && cursor; read += WALK_PAGE) {
+    cursor = (await operator.sessions.list({ cursor, limit: WALK_PAGE })).nextCursor;
   }
   check(typeof cursor === "string", `a walk by key reaches past ${DEEP} sessions`);
   const deepCursor = cursor as string;
@@ -112,15 +123,30 @@ export async function listBench(operator: Gateway): Promise<void> {
       () => operator.sessions.list({ sortBy: "key", offset: DEEP, limit: LIST_LIMIT }),
       () => operator.sessions.list({ cursor: deepCursor, limit: LIST_LIMIT }),
     ],
-    { warmup: 10, iterations: 100 },
+    SMOKE ? { warmup: 1, iterations: 10 } : { warmup: 10, iterations: 100 },
   )) as [Stats, Stats, Stats];
-  listRow(`sessions.list offset ${DEEP.toLocaleString("en-US")} (newest first, limit 200)`, byOffset, false);
-  listRow(`sessions.list sortBy key, offset ${DEEP.toLocaleString("en-US")} (limit 200)`, byKeyOffset, false);
-  listRow(`sessions.list cursor ${DEEP.toLocaleString("en-US")} keys deep (limit 200)`, byCursor, false);
+  listRow(
+    `sessions.list offset ${DEEP.toLocaleString("en-US")} (newest first, limit ${LIST_LIMIT})`,
+    byOffset,
+    false,
+  );
+  listRow(
+    `sessions.list sortBy key, offset ${DEEP.toLocaleString("en-US")} (limit ${LIST_LIMIT})`,
+    byKeyOffset,
+    false,
+  );
+  listRow(
+    `sessions.list cursor ${DEEP.toLocaleString("en-US")} keys deep (limit ${LIST_LIMIT})`,
+    byCursor,
+    false,
+  );
 
   // The upsert behind every touch of a session (run start and end, routes, patches), into 100k entries.
   const pick = prng(7);
-  const existing = (await store.listEntries({ limit: 5_000, offset: 20_000 })).map((e) => e.key);
+  const existing = (await store.listEntries({ limit: SESSIONS / 20, offset: SESSIONS / 5 })).map(
+    (e) => e.key,
+  );
+  check(existing.length === SESSIONS / 20, "entries to touch");
   const [upsert] = (await measure(
     [
       async () => {
@@ -128,10 +154,10 @@ export async function listBench(operator: Gateway): Promise<void> {
         if (entry !== undefined) await store.putEntry({ ...entry, updatedAt: Date.now() });
       },
     ],
-    { warmup: 200, iterations: 2_000 },
+    SMOKE ? { warmup: 10, iterations: 100 } : { warmup: 200, iterations: 2_000 },
   )) as [Stats];
   rows.push({
-    task: "store.getEntry + putEntry (touch one of 100k entries)",
+    task: `store.getEntry + putEntry (touch one of ${SESSIONS.toLocaleString("en-US")} entries)`,
     p50: ms(upsert.p50),
     "p95 / total": ms(upsert.p95),
     target: "",

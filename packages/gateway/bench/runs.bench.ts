@@ -1,7 +1,7 @@
 /**
  * Scripted runs per second on one process with the SQLite file on disk (issue target: ≥ 10,000 runs/s), next to
  * baselines measured in the same run: the bare store doing the same two write transactions a run makes, and the
- * floor under both, the same SQL statements on bare better-sqlite3.
+ * floor under both, the same SQL statements on bare better-sqlite3. `BENCH_SMOKE=1`: a few hundred runs, every row.
  */
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,17 +14,22 @@ import {
   type Gateway,
   type SessionStore,
 } from "../src/index.js";
+import { SMOKE } from "./kit.js";
 import { type Rate, rate, start } from "./rate.js";
 import { type RunTemplates, rawSqliteRuns, recordedTemplates } from "./raw-sqlite.js";
 import { runMany } from "./run-many.js";
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 20_000);
-const SESSIONS = 256;
+const RUNS = SMOKE ? 300 : Number(process.env.BENCH_RUNS ?? 20_000);
+const SESSIONS = SMOKE ? 16 : 256;
+// Warm-up runs, runs one at a time, read samples.
+const WARMUP = SMOKE ? 100 : 2_000;
+const SEQUENTIAL = SMOKE ? 50 : 2_000;
+const READS = SMOKE ? 20 : 500;
 /**
  * `BENCH_ONLY=concurrent` (or `sequential`, `reads`, `bare`, `raw`) measures that row alone: for CPU profiles, and for
  * comparing two builds back to back on a busy machine.
  */
-const ONLY = process.env.BENCH_ONLY;
+const ONLY = SMOKE ? undefined : process.env.BENCH_ONLY;
 const TARGET_RUNS_PER_S = 10_000;
 
 /** The floor under a run: its two transactions (input + run + touch; reply + touch + final) on the bare store. */
@@ -91,7 +96,7 @@ async function p50(op: () => Promise<unknown>, iterations: number): Promise<numb
 async function readLatency(gateway: Gateway) {
   const list = () => gateway.sessions.list({ limit: 50 });
   const history = () => gateway.chat.history({ sessionKey: "bench-0", limit: 50 });
-  const idle = { list: await p50(list, 500), history: await p50(history, 500) };
+  const idle = { list: await p50(list, READS), history: await p50(history, READS) };
   let busy = true;
   const load = runMany(gateway, RUNS / 4, SESSIONS).finally(() => {
     busy = false;
@@ -129,11 +134,11 @@ try {
   const runner = createScriptedRunner({ agents: {}, fallback: () => "ok" });
   const gateway = createGateway({ runner, store: createSqliteStore({ path: join(dir, "runs.db") }) });
   await gateway.ready;
-  await runMany(gateway, 2_000, SESSIONS); // warm-up: sessions exist, statements prepared, JIT warm
+  await runMany(gateway, WARMUP, SESSIONS); // warm-up: sessions exist, statements prepared, JIT warm
   const only = (row: string) => ONLY === undefined || ONLY === row;
   report({
     ...(only("concurrent") ? { concurrent: await runMany(gateway, RUNS, SESSIONS) } : {}),
-    ...(only("sequential") ? { sequential: await runMany(gateway, 2_000, 1) } : {}),
+    ...(only("sequential") ? { sequential: await runMany(gateway, SEQUENTIAL, 1) } : {}),
     ...(only("reads") ? { reads: await readLatency(gateway) } : {}),
     ...(only("bare") ? { bare: await bareTransactions(gateway.store, RUNS, SESSIONS) } : {}),
     ...(only("raw") ? { raw: await rawSqliteRuns(dir, await templates(gateway), RUNS, SESSIONS) } : {}),
@@ -199,4 +204,5 @@ function report(results: {
     );
   }
   console.table(rows);
+  if (SMOKE) console.log("BENCH_SMOKE=1: smoke run, the figures are not comparable with the target.");
 }

@@ -4,7 +4,9 @@
 //
 // The seeded file is kept in a cache folder (`SEARCH_BENCH_CACHE`, default: the OS temp dir) and reused while its
 // seed and schema are the same: the first run seeds it (a minute or two), later runs only query it.
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+// `BENCH_SMOKE=1`: 20,000 messages in 200 sessions, 20 queries, seeded in a temp folder of its own that is removed
+// when the process exits: nothing is cached for a later run.
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -13,19 +15,22 @@ import Database from "better-sqlite3";
 import { createGateway, createSqliteStore, type Gateway, type SessionStore } from "../src/index.js";
 import { SCHEMA_VERSION } from "../src/store/sqlite/schema.js";
 import { chatSentence, chatWord } from "./chat-text.js";
-import { check, DAY, measure, ms, prng, type Stats, since, verdict } from "./kit.js";
+import { check, DAY, measure, ms, prng, SMOKE, type Stats, since, verdict } from "./kit.js";
 import { seedEntry } from "./seed.js";
 
-const SESSIONS = Number(process.env.SEARCH_BENCH_SESSIONS ?? 10_000);
-const MESSAGES = Number(process.env.SEARCH_BENCH_MESSAGES ?? 1_000_000);
-const ITERATIONS = Number(process.env.SEARCH_BENCH_ITERATIONS ?? 200);
+const SESSIONS = SMOKE ? 200 : Number(process.env.SEARCH_BENCH_SESSIONS ?? 10_000);
+const MESSAGES = SMOKE ? 20_000 : Number(process.env.SEARCH_BENCH_MESSAGES ?? 1_000_000);
+const ITERATIONS = SMOKE ? 20 : Number(process.env.SEARCH_BENCH_ITERATIONS ?? 200);
 const TARGET_P50_MS = 20;
 const LIMIT = 20;
 
 // ---------------------------------------------------------------- the seeded file
 
 const SEED = 20_250_601;
-const cacheDir = process.env.SEARCH_BENCH_CACHE ?? join(tmpdir(), "sessions-bench-cache");
+const cacheDir = SMOKE
+  ? mkdtempSync(join(tmpdir(), "sessions-search-smoke-"))
+  : (process.env.SEARCH_BENCH_CACHE ?? join(tmpdir(), "sessions-bench-cache"));
+if (SMOKE) process.on("exit", () => rmSync(cacheDir, { recursive: true, force: true }));
 // Format 2: the seeded messages are in the index already (not waiting in messages_search_pending).
 const cachedFile = join(
   cacheDir,
@@ -123,7 +128,7 @@ async function seededFile(): Promise<string> {
   }
   mkdirSync(cacheDir, { recursive: true });
   const partial = `${cachedFile}.partial`;
-  console.log(`  seeding ${cachedFile} (cached for later runs)`);
+  console.log(`  seeding ${cachedFile} (${SMOKE ? "removed at exit" : "cached for later runs"})`);
   await seedFile(partial);
   renameSync(partial, cachedFile);
   for (const suffix of ["-wal", "-shm"]) rmSync(`${partial}${suffix}`, { force: true });
@@ -182,12 +187,14 @@ const [method, asRequester, floor, list] = await measure(
   { warmup: 20, iterations: ITERATIONS },
 );
 const common = await measure([() => gateway.sessions.search({ query: "the", limit: LIMIT })], {
-  warmup: 2,
-  iterations: 20,
+  warmup: SMOKE ? 1 : 2,
+  iterations: SMOKE ? 3 : 20,
 });
 const commonHits = (countMatches.get('"the"*') as { n: number }).n;
-const sample = await gateway.sessions.search({ query: next(0), limit: LIMIT });
-check(sample.count > 0, `"${next(0)}" found nothing`);
+// The query word in the most messages: at smoke size, the rarest ones may be in none.
+const found = words[hits.indexOf(sortedHits.at(-1) as number)] as string;
+const sample = await gateway.sessions.search({ query: found, limit: LIMIT });
+check(sample.count > 0, `"${found}" found nothing`);
 await gateway.close({ drainMs: 0 });
 bare.close();
 

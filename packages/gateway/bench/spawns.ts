@@ -8,10 +8,10 @@ import {
   createSqliteStore,
   type ScriptedAgent,
 } from "../src/index.js";
-import { check, MB, sleep } from "./harness.js";
+import { check, MB, SMOKE, sleep } from "./harness.js";
 import { LOREM } from "./seed.js";
 
-export const SPAWNS = 1_000;
+export const SPAWNS = SMOKE ? 20 : 1_000;
 /** `agents.defaults.subagents.maxChildrenPerAgent` stays at its default (5), so the spawns fan out over requesters. */
 const CHILDREN_PER_REQUESTER = 5;
 const REQUESTERS = SPAWNS / CHILDREN_PER_REQUESTER;

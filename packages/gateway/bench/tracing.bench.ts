@@ -8,13 +8,15 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { createGateway, createScriptedRunner, createSqliteStore } from "../src/index.js";
-import { median } from "./kit.js";
+import { median, SMOKE } from "./kit.js";
 import type { Rate } from "./rate.js";
 import { runMany } from "./run-many.js";
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 5_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const SESSIONS = 256;
+// `BENCH_SMOKE=1`: one round of 300 runs over 16 sessions (checks the bench runs; its figures mean nothing).
+const RUNS = SMOKE ? 300 : Number(process.env.BENCH_RUNS ?? 5_000);
+const ROUNDS = SMOKE ? 1 : Number(process.env.BENCH_ROUNDS ?? 5);
+const SESSIONS = SMOKE ? 16 : 256;
+const WARMUP_RUNS = SMOKE ? 100 : 1_000;
 /** "No cost": the untraced default within this of no hooks at all (the rounds' noise on this machine is ~2–4 %). */
 const NO_COST_RATIO = 0.95;
 
@@ -52,7 +54,7 @@ try {
   let spansPerRun = 0;
   for (let round = -1; round < ROUNDS; round++) {
     // Round -1 warms every gateway (sessions exist, statements prepared, JIT warm) and is not counted.
-    const runs = round < 0 ? 1_000 : RUNS;
+    const runs = round < 0 ? WARMUP_RUNS : RUNS;
     for (const [name, row] of Object.entries(rows)) {
       if (name === "memory") trace.setGlobalTracerProvider(provider);
       const measured = await runMany(row.gateway, runs, SESSIONS);

@@ -4,11 +4,13 @@ import { performance } from "node:perf_hooks";
 import { sessionKindOf } from "@sessions/core";
 import Database from "better-sqlite3";
 import type { Gateway, SessionStore } from "../src/index.js";
-import { check, DAY, measure, ms, note, rows, type Stats, since, TARGET, verdict } from "./harness.js";
+import { check, DAY, measure, ms, note, rows, SMOKE, type Stats, since, TARGET, verdict } from "./harness.js";
 import { transcriptMessage, writeTranscriptRows } from "./seed.js";
 
-const SMALL_TRANSCRIPT = 1_000;
-const LARGE_TRANSCRIPT = 1_000_000;
+const SMALL_TRANSCRIPT = SMOKE ? 200 : 1_000;
+const LARGE_TRANSCRIPT = SMOKE ? 5_000 : 1_000_000;
+const HISTORY_LATENCY = SMOKE ? { warmup: 5, iterations: 50 } : { warmup: 50, iterations: 1_000 };
+const APPEND_LATENCY = SMOKE ? { warmup: 10, iterations: 100 } : { warmup: 500, iterations: 5_000 };
 const HISTORY_LIMIT = 50;
 
 export async function historyBench(dbPath: string, gateway: Gateway): Promise<void> {
@@ -67,7 +69,7 @@ export async function historyBench(dbPath: string, gateway: Gateway): Promise<vo
       () => gateway.chat.history({ sessionKey: smallKey, limit: HISTORY_LIMIT }),
       () => gateway.chat.history({ sessionKey: largeKey, limit: HISTORY_LIMIT }),
     ],
-    { warmup: 50, iterations: 1_000 },
+    HISTORY_LATENCY,
   )) as [Stats, Stats];
   const ratio = large.p50 / small.p50;
   const historyRow = (task: string, s: Stats) =>
@@ -78,10 +80,11 @@ export async function historyBench(dbPath: string, gateway: Gateway): Promise<vo
       target: `p50 ≤ ${TARGET.historyP50Ms} ms`,
       verdict: verdict(s.p50 <= TARGET.historyP50Ms),
     });
-  historyRow("chat.history limit 50 (1,000 messages)", small);
-  historyRow("chat.history limit 50 (1,000,000 messages)", large);
+  const count = (n: number) => n.toLocaleString("en-US");
+  historyRow(`chat.history limit 50 (${count(SMALL_TRANSCRIPT)} messages)`, small);
+  historyRow(`chat.history limit 50 (${count(LARGE_TRANSCRIPT)} messages)`, large);
   rows.push({
-    task: "chat.history p50 ratio 1,000,000 / 1,000",
+    task: `chat.history p50 ratio ${count(LARGE_TRANSCRIPT)} / ${count(SMALL_TRANSCRIPT)}`,
     p50: `${ratio.toFixed(2)}x`,
     "p95 / total": `${(large.p95 / small.p95).toFixed(2)}x`,
     target: `≤ ${TARGET.historyRatio}x`,
@@ -120,7 +123,7 @@ export async function appendBench(dbPath: string, store: SessionStore): Promise<
         insert.run(bareKey, seq, JSON.stringify({ ...transcriptMessage(seq, now + seq), seq }));
       },
     ],
-    { warmup: 500, iterations: 5_000 },
+    APPEND_LATENCY,
   )) as [Stats, Stats];
   db.close();
   check((await store.countMessages(storeKey)) === storeSeq, "every append landed");

@@ -8,6 +8,7 @@
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import pg from "pg";
+import { SMOKE } from "../../gateway/bench/kit.js";
 
 export interface DbSnapshot {
   /** CPU time of the server's processes so far, in ms; undefined when `/proc` does not show the server. */
@@ -24,7 +25,9 @@ export interface DbSnapshot {
  * not counted in the window.
  */
 export const STATISTICS_SETTLE_MS = 11_000;
-export const settle = (ms = STATISTICS_SETTLE_MS) => new Promise((resolve) => setTimeout(resolve, ms));
+/** `BENCH_SMOKE=1` hardly waits: a smoke run's figures are not read, so their window need not be exact. */
+export const settle = (ms = STATISTICS_SETTLE_MS) =>
+  new Promise((resolve) => setTimeout(resolve, SMOKE ? Math.min(ms, 100) : ms));
 
 export interface DbCost {
   cpuMs: number | undefined;

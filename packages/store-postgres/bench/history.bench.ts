@@ -1,19 +1,22 @@
 /**
  * `chat.history` limit 50 on a transcript grown through the product's own path — chat.send runs on one gateway, no
  * ANALYZE, the statistics autovacuum happens to have gathered (on a young table: none) — against a 200-message
- * one: `npx tsx bench/history.bench.ts` (`BENCH_SCALE=small`: 2,000 messages instead of 20,000). `postgres.bench.ts`
+ * one: `npx tsx bench/history.bench.ts` (`BENCH_SCALE=small`: 2,000 messages instead of 20,000; `BENCH_SMOKE=1`:
+ * 200 and 50 messages, 10 samples, to check the bench runs). `postgres.bench.ts`
  * seeds with set-based SQL and ANALYZE, which this does not. Also prints the shared buffers each statement of the
  * call touches (EXPLAIN ANALYZE), which, unlike the times, do not depend on what else the machine is doing.
  */
 import { createGateway, createScriptedRunner } from "@sessions/gateway";
 import pg from "pg";
+import { SMOKE } from "../../gateway/bench/kit.js";
 import { createPostgresStore } from "../src/index.js";
 import { startLocalPostgres } from "../src/testing/local-postgres.js";
 
 const small = process.env.BENCH_SCALE === "small";
-const BIG = small ? 2_000 : 20_000;
-const SMALL = 200;
-const ITERATIONS = 300;
+const BIG = SMOKE ? 200 : small ? 2_000 : 20_000;
+const SMALL = SMOKE ? 50 : 200;
+const ITERATIONS = SMOKE ? 10 : 300;
+const ROUNDS = SMOKE ? 1 : 3;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const schema = "bench_history";
 const keys = { big: "agent:main:big", small: "agent:main:small" };
@@ -61,7 +64,7 @@ try {
     };
     // Interleaved, so that both sides see the same load.
     const times = { big: [] as number[], small: [] as number[] };
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       times.big.push(await p50(keys.big));
       times.small.push(await p50(keys.small));
     }
@@ -92,10 +95,12 @@ try {
     };
 
     say(
-      `# chat.history limit 50 on Postgres, transcripts grown through chat.send (${small ? "BENCH_SCALE=small" : "full size"}), ${new Date().toISOString()}`,
+      `# chat.history limit 50 on Postgres, transcripts grown through chat.send (${SMOKE ? "BENCH_SMOKE=1" : small ? "BENCH_SCALE=small" : "full size"}), ${new Date().toISOString()}`,
     );
     say(`(${(BIG + SMALL).toLocaleString("en")} messages sent in ${seconds.toFixed(1)} s, no ANALYZE)`);
-    say("\n| transcript | p50 ms (best of 3 × 300) | shared buffers (entries + transcripts + messages) |");
+    say(
+      `\n| transcript | p50 ms (best of ${ROUNDS} × ${ITERATIONS}) | shared buffers (entries + transcripts + messages) |`,
+    );
     say("| --- | --- | --- |");
     say(
       `| ${BIG.toLocaleString("en")} messages | ${best(times.big).toFixed(2)} | ${await buffers(keys.big)} |`,

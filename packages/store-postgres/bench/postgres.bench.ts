@@ -8,7 +8,11 @@
  * Beside the gateways, graphile-worker (a devDependency, 0.18, Node >= 22.18) on the same Postgres in the same run,
  * end to end (bench/graphile.mjs), run with the Node 22 of the `node` npm package that the workspace installs for
  * apps/interop-openclaw (not a devDependency here: its `node` bin would take the place of Node 20 in every script of
- * this package, its tests in CI included), or with GRAPHILE_NODE=/path/to/node.
+ * this package, its tests in CI included), or with GRAPHILE_NODE=/path/to/node. Without a Node 22 the graphile-worker
+ * rows say "not measured" and the rest runs.
+ *
+ * `BENCH_SMOKE=1` (`pnpm bench:smoke`, in CI): every section at its smallest (a few hundred runs and jobs, 20 in
+ * flight, 200 sessions, a 2,000-message transcript, no wait for Postgres' statistics), to check the bench runs.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -24,6 +28,7 @@ import {
   type SessionStore,
 } from "@sessions/gateway";
 import { createGatewayClient, type GatewayClient } from "@sessions/gateway-client";
+import { SMOKE } from "../../gateway/bench/kit.js";
 import { createPostgresStore } from "../src/index.js";
 import { startFakePlatform } from "../src/testing/fake-platform.js";
 import { startLocalPostgres } from "../src/testing/local-postgres.js";
@@ -33,19 +38,21 @@ import { printStatementCost, statementCost } from "./statements.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const small = process.env.BENCH_SCALE === "small";
-const SIZE = small
-  ? { sessions: 2_000, big: 20_000, small: 1_000, runs: 300, iterations: 50, jobs: 3_000, warmup: 500 }
-  : {
-      sessions: 100_000,
-      big: 1_000_000,
-      small: 1_000,
-      runs: 3_000,
-      iterations: 300,
-      jobs: 10_000,
-      warmup: 500,
-    };
+const SIZE = SMOKE
+  ? { sessions: 200, big: 2_000, small: 200, runs: 50, iterations: 10, jobs: 200, warmup: 20 }
+  : small
+    ? { sessions: 2_000, big: 20_000, small: 1_000, runs: 300, iterations: 50, jobs: 3_000, warmup: 500 }
+    : {
+        sessions: 100_000,
+        big: 1_000_000,
+        small: 1_000,
+        runs: 3_000,
+        iterations: 300,
+        jobs: 10_000,
+        warmup: 500,
+      };
 /** Runs (or jobs) in flight at once, on both sides of the comparison. */
-const IN_FLIGHT = 500;
+const IN_FLIGHT = SMOKE ? 20 : 500;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 let schemas = 0;
 const schema = (name: string) => `bench_${name}_${process.pid}_${++schemas}`;
@@ -325,7 +332,7 @@ async function onGateway<T>(store: SessionStore, work: (gateway: Gateway) => Pro
 
 const shape: SeedShape = { sessions: SIZE.sessions, big: SIZE.big, small: SIZE.small };
 say(
-  `# @sessions/store-postgres bench (${small ? "BENCH_SCALE=small" : "full size"}), ${new Date().toISOString()}`,
+  `# @sessions/store-postgres bench (${SMOKE ? "BENCH_SMOKE=1: a smoke run, its figures mean nothing" : small ? "BENCH_SCALE=small" : "full size"}), ${new Date().toISOString()}`,
 );
 const pg = await startLocalPostgres({ durable: true, statements: true });
 const dir = mkdtempSync(join(tmpdir(), "sessions-pg-bench-"));

@@ -1,21 +1,22 @@
 /**
  * `sessions.search` on Postgres over 1,000,000 messages in 10,000 sessions, the same text as the SQLite bench
- * (packages/gateway/bench/search.bench.ts): `npx tsx bench/search.bench.ts` (`BENCH_SCALE=small`: 100,000 messages).
+ * (packages/gateway/bench/search.bench.ts): `npx tsx bench/search.bench.ts` (`BENCH_SCALE=small`: 100,000 messages;
+ * `BENCH_SMOKE=1`: 20,000 messages in 200 sessions, 20 queries, to check the bench runs).
  * Seeds a fresh local Postgres with set-based SQL each run (the generated tsvector and both GIN indexes are kept up
  * as rows go in), then ANALYZE, then one-word queries, limit 20.
  */
 import { createGateway, createScriptedRunner } from "@sessions/gateway";
 import pg from "pg";
 import { chatSentence, chatWord } from "../../gateway/bench/chat-text.js";
-import { prng } from "../../gateway/bench/kit.js";
+import { prng, SMOKE } from "../../gateway/bench/kit.js";
 import { seedEntry } from "../../gateway/bench/seed.js";
 import { createPostgresStore } from "../src/index.js";
 import { startLocalPostgres } from "../src/testing/local-postgres.js";
 
 const small = process.env.BENCH_SCALE === "small";
-const SESSIONS = 10_000;
-const MESSAGES = small ? 100_000 : 1_000_000;
-const ITERATIONS = 200;
+const SESSIONS = SMOKE ? 200 : 10_000;
+const MESSAGES = SMOKE ? 20_000 : small ? 100_000 : 1_000_000;
+const ITERATIONS = SMOKE ? 20 : 200;
 const LIMIT = 20;
 const TARGET_P50_MS = 20;
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -124,7 +125,7 @@ try {
       await op();
       return performance.now() - start;
     };
-    for (const w of words.slice(0, 20)) await gateway.sessions.search({ query: w, limit: LIMIT });
+    for (const w of words.slice(0, SMOKE ? 2 : 20)) await gateway.sessions.search({ query: w, limit: LIMIT });
     const search: number[] = [];
     const list: number[] = [];
     for (const w of words) {
@@ -132,7 +133,7 @@ try {
       list.push(await time(() => gateway.sessions.list({ limit: LIMIT })));
     }
     const common: number[] = [];
-    for (let i = 0; i < 10; i++)
+    for (let i = 0; i < (SMOKE ? 3 : 10); i++)
       common.push(await time(() => gateway.sessions.search({ query: "the", limit: LIMIT })));
     const one = stats(search);
     say(
