@@ -37,8 +37,18 @@ async function followUpOf(ctx: GatewayContext, primary: RunRecord): Promise<void
     const settle = async () => {
       // The session's channel if it can still be read; the record is what matters.
       const channel = await channelFor(ctx, primary.sessionKey).catch(() => "unknown");
-      await ctx.outbox.enqueue(suppressedAnnounce(primary, channel, `the announce step failed: ${message}`));
-      await markFollowUpDone(ctx, primary.runId);
+      // The outcome and "done" in one unit: whoever reads the receipt resolved finds the follow-up done too, and a
+      // crash between them cannot leave one without the other.
+      const recorded = await ctx.store.transaction(async (tx) => {
+        const delivery = await ctx.outbox.record(
+          suppressedAnnounce(primary, channel, `the announce step failed: ${message}`),
+          tx,
+        );
+        const latest = await tx.getRun(primary.runId);
+        if (latest !== undefined) await tx.putRun({ ...latest, followUpDone: true });
+        return delivery;
+      });
+      recorded.committed();
     };
     await untilStored(settle, { clock: ctx.clock, stop: () => ctx.tasks.closed }).catch((failed: unknown) =>
       ctx.logger.error("could not record the failed follow-up", {
