@@ -163,4 +163,29 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
     expect(log.filter((e) => e.runId === first.runId)).toHaveLength(1);
     expect(overlaps(log)).toEqual([]);
   });
+
+  it("leaves alone a run its gateway started after its own lease lapsed (it is back and has not renewed yet)", async () => {
+    const store = createMemoryStore();
+    const log: Execution[] = [];
+    const b = start("b", store, log);
+    await b.ready;
+    const now = Date.now();
+    // Gateway "a" was cut off: its liveness lease lapsed a minute ago. It ran one run before, and one since it is back.
+    await store.acquireLease({ name: "gateway:a", owner: "a", ttlMs: 1000, now: now - 61_000 });
+    const run = (runId: string, createdAt: number) => ({
+      runId,
+      sessionKey: `agent:main:${runId}`,
+      agentId: "main",
+      kind: "agent" as const,
+      status: "running" as const,
+      createdAt,
+      startedAt: createdAt,
+      owner: "a",
+    });
+    await store.putRun(run("before", now - 120_000));
+    await store.putRun(run("since", now));
+    // b's recovery ends the run a left behind, once b may judge (a full lease of contact), and only that one.
+    await eventually(async () => expect((await store.getRun("before"))?.status).toBe("error"));
+    expect((await store.getRun("since"))?.status).toBe("running");
+  });
 });

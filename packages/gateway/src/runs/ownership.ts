@@ -73,19 +73,27 @@ export function ownerLiveness(deps: {
   owner: string;
   lapsedBefore?: (() => number) | undefined;
 }) {
-  const known = new Map<string, Gone | false>();
-  return async (owner: string | undefined): Promise<Gone | false> => {
+  const known = new Map<string, { gone: Gone | false; expiresAt: number }>();
+  /**
+   * `wroteAt`: when the owner last wrote the work in question (a run's start or end). A lease that lapsed before
+   * then says nothing of that work: its owner was alive to write it after the lapse (a partition healed, and it has
+   * not renewed yet), so the work is not taken from it.
+   */
+  return async (owner: string | undefined, wroteAt?: number): Promise<Gone | false> => {
     if (owner === undefined) return "stopped";
     if (owner === deps.owner) return false;
-    let gone = known.get(owner);
-    if (gone === undefined) {
+    let seen = known.get(owner);
+    if (seen === undefined) {
       const lease = await deps.store.getLease(gatewayLeaseName(owner));
+      let gone: Gone | false;
       if (lease === undefined) gone = "stopped";
       else if (holderGone(lease, Number.NEGATIVE_INFINITY)) gone = "stopped";
       else if (holderGone(lease, deps.lapsedBefore?.() ?? deps.clock.now())) gone = "lapsed";
       else gone = false;
-      known.set(owner, gone);
+      seen = { gone, expiresAt: lease?.expiresAt ?? Number.POSITIVE_INFINITY };
+      known.set(owner, seen);
     }
-    return gone;
+    if (seen.gone === "lapsed" && wroteAt !== undefined && wroteAt > seen.expiresAt) return false;
+    return seen.gone;
   };
 }

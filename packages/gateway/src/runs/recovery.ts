@@ -25,6 +25,9 @@ function lostStart(ctx: GatewayContext, run: RunRecord): boolean {
   );
 }
 
+/** When a run's owner last wrote it, as far as its record says. */
+const lastWrite = (run: RunRecord): number => run.endedAt ?? run.startedAt ?? run.createdAt;
+
 /** Why recovery ends a run whose gateway is gone: what is known of how it went, and where the run was. */
 function orphanError(status: RunRecord["status"], how: Gone): string {
   if (how === "stopped")
@@ -76,7 +79,7 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
   const orphans: RunRecord[] = [];
   const how = new Map<string, Gone>();
   for (const run of await store.listRunsByStatus(["queued", "running"])) {
-    const ownerGone = await gone(run.owner);
+    const ownerGone = await gone(run.owner, run.startedAt ?? run.createdAt);
     if (ownerGone !== false) how.set(run.runId, ownerGone);
     if (ownerGone !== false || lostStart(ctx, run)) orphans.push(run);
   }
@@ -101,7 +104,7 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
   }
   for (const record of await store.listSubagents({ statuses: ["running", "announcing"] })) {
     const stored = await store.getRun(record.runId);
-    if (stored !== undefined && !(await gone(stored.owner))) continue;
+    if (stored !== undefined && !(await gone(stored.owner, lastWrite(stored)))) continue;
     // A record whose run never got written (a crash between the two) ended as an error all the same.
     const run: RunRecord = stored ?? {
       runId: record.runId,
@@ -121,7 +124,7 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
     ctx.lifecycle.emit("ended", mine, true);
   }
   for (const run of await store.listPendingFollowUps()) {
-    if (!isFinal(run.status) || !(await gone(run.owner))) continue;
+    if (!isFinal(run.status) || !(await gone(run.owner, lastWrite(run)))) continue;
     const mine = await takeOver(ctx, run, true);
     // The reply-back loop and announce resume, as they follow a `sessions_send` run ending here.
     if (mine !== undefined) ctx.lifecycle.emit("ended", mine, true);
