@@ -36,6 +36,8 @@ export interface ToolContext {
   isSubagent: boolean;
   /** The session's own visibility override (`sessions.patch`), taken when the run starts. */
   visibility?: Visibility | undefined;
+  /** Outside any run (`sessions.tools.call`): the trace context the runs its tools start continue. */
+  traceparent?: string | undefined;
 }
 
 /** A delivery written inside a unit of work: call `committed()` once the unit has committed, to send it. */

@@ -29,7 +29,13 @@ export type {
   SessionsSearchPayload,
   WaitResult,
 } from "./gateway.js";
-export type { DeliveryAttemptInfo, LifecycleHooks, RunDraft, ToolCallInfo } from "./lifecycle.js";
+export type {
+  DeliveryAttemptInfo,
+  LifecycleHooks,
+  RequestToolCallInfo,
+  RunDraft,
+  ToolCallInfo,
+} from "./lifecycle.js";
 export {
   importOpenClaw,
   type OpenClawImportedSession,

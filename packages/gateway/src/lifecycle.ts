@@ -9,6 +9,18 @@ export interface ToolCallInfo {
   toolCallId: string;
   tool: string;
   params: unknown;
+  /** The session the tool acts as is sandboxed (it sees at most its own tree). */
+  sandboxed?: boolean | undefined;
+}
+
+/** A tool call made outside any run (`sessions.tools.call`, `gateway.callTool`): as whom, which tool, which params. */
+export interface RequestToolCallInfo {
+  tool: string;
+  params: unknown;
+  requesterKey: string;
+  sandboxed: boolean;
+  /** The trace context the runs it starts continue: a `requestToolCalled` subscriber may set it (tracing does). */
+  traceparent?: string | undefined;
 }
 
 /** How one attempt to send a delivery went. */
@@ -42,6 +54,14 @@ export interface LifecycleHooks {
   toolCalled(run: RunRecord, call: ToolCallInfo): void;
   /** The tool answered (`result`), or threw (`error`, and `result` is the error result the runner got). */
   toolReturned(run: RunRecord, call: ToolCallInfo, result: unknown, error?: string): void;
+  /** A tool is called outside any run, its session's entry read (the call is the one `requestToolReturned` gets). */
+  requestToolCalled(call: RequestToolCallInfo): void;
+  /** That tool answered (`result`), or threw (`error`, its `SessionsError` code or `internal`): the request fails. */
+  requestToolReturned(
+    call: RequestToolCallInfo,
+    result: unknown,
+    error?: { message: string; code: string },
+  ): void;
   /**
    * The run ended. `followUps`: this gateway does what follows it (its own recorded end, or one it took over from a
    * gateway that is gone); false when another gateway's end stood (it does them).

@@ -40,8 +40,15 @@ export function causedBy(parent: CausingRun, cause: RunCause): TreePlace & { roo
   };
 }
 
-/** A run started by a session tool: by the calling run's tool call, or (no run) by a wire or API request. */
-export function toolCause(call: ToolCall | undefined, tool: string): TreePlace {
-  if (call === undefined) return { cause: { kind: "request", method: "sessions.tools.call" } };
+/**
+ * A run started by a session tool: by the calling run's tool call, or (no run) by a wire or API request, whose trace
+ * context (`traceparent`, its `execute_tool` span's) the run continues.
+ */
+export function toolCause(call: ToolCall | undefined, tool: string, traceparent?: string): TreePlace {
+  if (call === undefined)
+    return {
+      cause: { kind: "request", method: "sessions.tools.call" },
+      ...(traceparent === undefined ? {} : { traceparent }),
+    };
   return causedBy(call.run, { kind: "tool", runId: call.run.runId, toolCallId: call.toolCallId, tool });
 }

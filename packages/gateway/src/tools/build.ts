@@ -30,7 +30,7 @@ export function buildTools(ctx: GatewayContext, tool: ToolContext, run?: RunReco
         runId,
       });
     }
-    const call = { toolCallId, tool: name, params };
+    const call = { toolCallId, tool: name, params, sandboxed: tool.sandboxed };
     if (run !== undefined) ctx.lifecycle.emit("toolCalled", run, call);
     let result: unknown;
     let failure: string | undefined;

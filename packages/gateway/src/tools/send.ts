@@ -22,7 +22,7 @@ export async function sendTool(
   if (!("entry" in resolved)) return resolved;
   const target = resolved.entry;
   const sourceChannel = await channelFor(ctx, tool.requesterKey);
-  const place = toolCause(call, "sessions_send");
+  const place = toolCause(call, "sessions_send", tool.traceparent);
   const started = await startRun(ctx, {
     sessionKey: target.key,
     kind: "inter_session",

@@ -116,7 +116,7 @@ export async function spawnTool(
     }
   }
   const timeoutSeconds = params.runTimeoutSeconds ?? defaults.runTimeoutSeconds;
-  const place = toolCause(call, "sessions_spawn");
+  const place = toolCause(call, "sessions_spawn", tool.traceparent);
   const started = await startRun(ctx, {
     runId,
     sessionKey: childKey,

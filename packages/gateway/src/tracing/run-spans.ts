@@ -1,9 +1,11 @@
 import type * as Otel from "@opentelemetry/api";
-import { findAgentConfig, formatTraceparent, parseTraceparent } from "@sessions/core";
+import { findAgentConfig, parseTraceparent } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { LifecycleHooks, RunDraft } from "../lifecycle.js";
 import type { RunRecord } from "../store/types.js";
 import { BoundedMap } from "./bounded-map.js";
+import { traceparentOf } from "./span-context.js";
+import { endToolSpan, toolSpanAttributes, traceRequestTools } from "./tool-spans.js";
 
 type Api = typeof Otel;
 
@@ -22,9 +24,10 @@ interface OpenRun {
 
 /**
  * OpenTelemetry spans for the run lifecycle, one trace per tree: the request (or inbound message) that started the
- * tree, an `invoke_agent` span per run, an `execute_tool` span per tool call and a span per delivery attempt, with the
- * GenAI attributes. A run's span context is stored with the run (`traceparent`), so the runs it causes join its
- * trace on any gateway and after a restart. With no tracer provider registered, every hook returns at once.
+ * tree, an `invoke_agent` span per run, an `execute_tool` span per tool call (in a run, or a `sessions.tools.call`
+ * outside any) and a span per delivery attempt, with the GenAI attributes. A run's span context is stored with the
+ * run (`traceparent`), so the runs it causes join its trace on any gateway and after a restart. With no tracer
+ * provider registered, every hook returns at once.
  */
 export function traceRuns(
   ctx: Pick<GatewayContext, "config" | "store" | "logger">,
@@ -59,19 +62,13 @@ export function traceRuns(
       isRemote: true,
     });
   };
-  const traceparentOf = (span: Otel.Span) => {
-    const { traceId, spanId, traceFlags } = span.spanContext();
-    return formatTraceparent({ traceId, spanId, flags: traceFlags });
-  };
+  const requestTools = traceRequestTools(api, tracer, enabled);
 
-  /** The span that caused the run: a live tool call here, else the context it was started with, else none. */
-  function parentOf(run: RunDraft): Otel.Context {
-    const root = trace.deleteSpan(context.active());
-    if (run.cause?.kind === "tool") {
-      const tool = tools.get(toolKey(run.cause.runId, run.cause.toolCallId));
-      if (tool !== undefined) return trace.setSpan(root, tool);
-    }
-    return remote(run.traceparent) ?? root;
+  /** The live tool call here that started the run (in a run, or a `sessions.tools.call`), if any. */
+  function toolOf(run: RunDraft): Otel.Span | undefined {
+    if (run.cause?.kind === "tool") return tools.get(toolKey(run.cause.runId, run.cause.toolCallId));
+    if (run.cause?.kind === "request") return requestTools.spanOf(run.traceparent);
+    return undefined;
   }
 
   /** Sets `gen_ai.conversation.id` (the session's id) once known; a first sight of a session reads its entry. */
@@ -92,12 +89,17 @@ export function traceRuns(
   }
 
   return {
+    ...requestTools.hooks,
+
     recording(run) {
       if (!enabled()) return;
-      let parent = parentOf(run);
+      // Under the tool call that started it, else the context it was started with, else a trace of its own.
+      const tool = toolOf(run);
+      const root = trace.deleteSpan(context.active());
+      let parent = tool === undefined ? (remote(run.traceparent) ?? root) : trace.setSpan(root, tool);
       let request: Otel.Span | undefined;
       const cause = run.cause;
-      if (cause?.kind === "request" || cause?.kind === "inbound") {
+      if (tool === undefined && (cause?.kind === "request" || cause?.kind === "inbound")) {
         request = tracer.startSpan(
           cause.kind === "request" ? cause.method : `receive ${cause.channel}`,
           {
@@ -171,10 +173,12 @@ export function traceRuns(
         {
           kind: SpanKind.INTERNAL,
           attributes: {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.tool,
-            "gen_ai.tool.call.id": call.toolCallId,
-            "gen_ai.tool.type": "function",
+            ...toolSpanAttributes({
+              name: call.tool,
+              callId: call.toolCallId,
+              sessionKey: run.sessionKey,
+              sandboxed: call.sandboxed,
+            }),
             "sessions.run_id": run.runId,
           },
         },
@@ -188,15 +192,7 @@ export function traceRuns(
       const span = tools.get(key);
       if (span === undefined) return;
       tools.delete(key);
-      const status = (result as { status?: unknown } | null | undefined)?.status;
-      if (error !== undefined || status === "error") {
-        span.setStatus({
-          code: SpanStatusCode.ERROR,
-          message: error ?? String((result as { error?: unknown }).error),
-        });
-        span.setAttribute("error.type", error === undefined ? "tool_error" : "exception");
-      } else if (typeof status === "string") span.setAttribute("sessions.tool.status", status);
-      span.end();
+      endToolSpan(api, span, result, error);
     },
 
     ended(run) {

@@ -118,6 +118,10 @@ describe.each(STORE_KINDS)("OpenTelemetry traces on the %s store", (kind) => {
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": "sessions_send",
       "gen_ai.tool.call.id": `${runId}:1`,
+      "gen_ai.tool.type": "function",
+      "sessions.key": "agent:main:main",
+      "sessions.sandboxed": false,
+      "sessions.run_id": runId,
     });
     for (const name of ["sessions_send", "sessions_spawn"])
       expect(parentId(tool(name))).toBe(root.spanContext().spanId);
