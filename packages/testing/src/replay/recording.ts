@@ -25,9 +25,23 @@ export interface RecordedRequest {
   runId: string;
   method: string;
   sessionKey: string;
-  budget?: { tokens?: number; costUsd?: number; runs?: number; seconds?: number } | undefined;
+  budget?:
+    | {
+        tokens?: number | undefined;
+        costUsd?: number | undefined;
+        runs?: number | undefined;
+        seconds?: number | undefined;
+      }
+    | undefined;
   traceparent?: string | undefined;
-  deliver?: { channel?: string; to?: string; accountId?: string; threadId?: string } | undefined;
+  deliver?:
+    | {
+        channel?: string | undefined;
+        to?: string | undefined;
+        accountId?: string | undefined;
+        threadId?: string | undefined;
+      }
+    | undefined;
 }
 
 /** How `normalizeRecording` reads a recording. */

@@ -10,14 +10,14 @@ export interface ReplayedRequest {
     message: string;
     /** The recorded run id: `chat.send` makes it its run's id again, and it is unique for `agent`. */
     idempotencyKey: string;
-    budget?: RecordedRequest["budget"];
-    traceparent?: string;
-    deliver?: true;
+    budget?: RecordedRequest["budget"] | undefined;
+    traceparent?: string | undefined;
+    deliver?: true | undefined;
     /** `agent` only: the recorded delivery target (`chat.send` delivers to its session's own). */
-    channel?: string;
-    to?: string;
-    accountId?: string;
-    threadId?: string;
+    channel?: string | undefined;
+    to?: string | undefined;
+    accountId?: string | undefined;
+    threadId?: string | undefined;
   };
 }
 
