@@ -1,14 +1,12 @@
-import { execFile } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { createGatewayClient } from "@sessions/gateway-client";
 import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, serveProcesses } from "./serve-process.fixture.js";
+import { replayCli, serveProcesses } from "./serve-process.fixture.js";
 
 // A recording whose requests carry what the README's snippets give them (random idempotency keys) and what a tree
 // runs under (a budget, a trace context, a delivery target), replayed through the shipped CLI.
@@ -35,19 +33,7 @@ const chainConfig = (maxHops: number) => {
 };
 
 /** `sessions-gateway replay` of `file` under `config`: its exit code and output. */
-async function replay(file: string, config: string): Promise<{ code: number; stdout: string }> {
-  try {
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ["--import", "tsx", CLI, "replay", file, "--config", config],
-      { cwd: here },
-    );
-    return { code: 0, stdout };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? -1, stdout: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
-  }
-}
+const replay = replayCli;
 
 describe("replaying requests with random idempotency keys, a budget, a trace context and a delivery target", () => {
   const roots: string[] = [];

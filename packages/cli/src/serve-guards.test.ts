@@ -1,13 +1,11 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { createGatewayClient } from "@sessions/gateway-client";
 import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, serveProcesses } from "./serve-process.fixture.js";
+import { replayCli, serveProcesses } from "./serve-process.fixture.js";
 
 const dir = mkdtempSync(join(tmpdir(), "sessions-guards-"));
 const token = "guards-test-token";
@@ -32,19 +30,7 @@ const loopConfig = (maxHops: number) => {
 const recording = join(dir, "loop.jsonl");
 
 /** `sessions-gateway replay` of the loop's recording under `config`: its exit code and output. */
-async function replay(config: string): Promise<{ code: number; stdout: string }> {
-  try {
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ["--import", "tsx", CLI, "replay", recording, "--config", config],
-      { cwd: here },
-    );
-    return { code: 0, stdout };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? -1, stdout: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
-  }
-}
+const replay = (config: string) => replayCli(recording, config);
 
 describe("the hop limit through the shipped CLI", () => {
   it("stops a three-session loop at the limit, with the typed refusal in the transcript", async () => {

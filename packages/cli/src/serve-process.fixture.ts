@@ -1,8 +1,9 @@
 // `sessions-gateway serve` as a child process for the CLI's end-to-end tests: started from src with tsx, its URL
 // read from the line it prints, killed by `stop` (call it in afterAll).
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The CLI's entry, for tests that run other commands the same way. */
@@ -36,4 +37,22 @@ export function serveProcesses(token: string) {
       for (const child of children) child.kill("SIGKILL");
     },
   };
+}
+
+/** `sessions-gateway replay <recording> --config <config>` from source: its exit code and output. */
+export async function replayCli(
+  recording: string,
+  config: string,
+): Promise<{ code: number; stdout: string }> {
+  try {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", CLI, "replay", recording, "--config", config],
+      { cwd: here },
+    );
+    return { code: 0, stdout };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? -1, stdout: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
+  }
 }

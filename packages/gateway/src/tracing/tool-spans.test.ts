@@ -1,28 +1,15 @@
-import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { memorySpans } from "./memory-spans.fixture.js";
 
 const MAIN = "agent:main:main";
 const OPS = "agent:main:chat:group:ops";
 const config = { tools: { sessions: { visibility: "agent" as const } } };
 
-const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-beforeAll(() => {
-  trace.setGlobalTracerProvider(provider);
-});
-afterAll(async () => {
-  trace.disable();
-  await provider.shutdown();
-  cleanupDirs();
-});
+const { exporter } = memorySpans();
 
 /** Calls one method over a raw WebSocket connection (an operator with every scope). */
 async function callOverWire(url: string, token: string, method: string, params: unknown) {

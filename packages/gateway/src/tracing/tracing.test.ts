@@ -1,14 +1,8 @@
 import { trace } from "@opentelemetry/api";
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  type ReadableSpan,
-  SimpleSpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { afterEach, describe, expect, it } from "vitest";
 import type { ScriptedAgent } from "../runner/scripted.js";
 import {
-  cleanupDirs,
   eventually,
   type Harness,
   harness,
@@ -17,6 +11,7 @@ import {
   TREE_OPS,
   treeMessage,
 } from "../test-kit.js";
+import { memorySpans } from "./memory-spans.fixture.js";
 
 const OPS = TREE_OPS;
 const CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -35,16 +30,7 @@ const agent: ScriptedAgent = async (turn) => {
 };
 const config = { tools: { sessions: { visibility: "agent" as const } } };
 
-const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-beforeAll(() => {
-  trace.setGlobalTracerProvider(provider);
-});
-afterAll(async () => {
-  trace.disable();
-  await provider.shutdown();
-  cleanupDirs();
-});
+const { exporter, provider } = memorySpans();
 
 describe.each(STORE_KINDS)("OpenTelemetry traces on the %s store", (kind) => {
   let h: Harness;
