@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { createGatewayClient } from "@sessions/gateway-client";
 import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
-import { replayCli, serveProcesses } from "./serve-process.fixture.js";
+import { hopLimitConfig, replayCli, serveProcesses } from "./serve-process.fixture.js";
 
 // A recording whose requests carry what the README's snippets give them (random idempotency keys) and what a tree
 // runs under (a budget, a trace context, a delivery target), replayed through the shipped CLI.
@@ -23,14 +23,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const chainConfig = (maxHops: number) => {
-  const file = join(dir, `chain-${maxHops}.json5`);
-  writeFileSync(
-    file,
-    `{ tools: { sessions: { visibility: 'agent' } }, session: { agentToAgent: { maxHops: ${maxHops} } } }`,
-  );
-  return file;
-};
+const chainConfig = (maxHops: number) => hopLimitConfig(dir, "chain", maxHops);
 
 /** `sessions-gateway replay` of `file` under `config`: its exit code and output. */
 const replay = replayCli;

@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createGatewayClient } from "@sessions/gateway-client";
 import { eventually } from "@sessions/testing/eventually";
 import { afterAll, describe, expect, it } from "vitest";
-import { replayCli, serveProcesses } from "./serve-process.fixture.js";
+import { hopLimitConfig, replayCli, serveProcesses } from "./serve-process.fixture.js";
 
 const dir = mkdtempSync(join(tmpdir(), "sessions-guards-"));
 const token = "guards-test-token";
@@ -19,14 +19,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const loopConfig = (maxHops: number) => {
-  const file = join(dir, `loop-${maxHops}.json5`);
-  writeFileSync(
-    file,
-    `{ tools: { sessions: { visibility: 'agent' } }, session: { agentToAgent: { maxHops: ${maxHops} } } }`,
-  );
-  return file;
-};
+const loopConfig = (maxHops: number) => hopLimitConfig(dir, "loop", maxHops);
 const recording = join(dir, "loop.jsonl");
 
 /** `sessions-gateway replay` of the loop's recording under `config`: its exit code and output. */

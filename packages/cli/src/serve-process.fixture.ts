@@ -1,6 +1,7 @@
 // `sessions-gateway serve` as a child process for the CLI's end-to-end tests: started from src with tsx, its URL
 // read from the line it prints, killed by `stop` (call it in afterAll).
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -55,4 +56,14 @@ export async function replayCli(
     const failed = error as { code?: number; stdout?: string; stderr?: string };
     return { code: failed.code ?? -1, stdout: `${failed.stdout ?? ""}${failed.stderr ?? ""}` };
   }
+}
+
+/** A config file in `dir` named `name-<maxHops>.json5`: visibility `agent`, the agent-to-agent hop limit `maxHops`. */
+export function hopLimitConfig(dir: string, name: string, maxHops: number): string {
+  const file = join(dir, `${name}-${maxHops}.json5`);
+  writeFileSync(
+    file,
+    `{ tools: { sessions: { visibility: 'agent' } }, session: { agentToAgent: { maxHops: ${maxHops} } } }`,
+  );
+  return file;
 }
