@@ -171,6 +171,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       clustered?.runCreated(run);
       announceRun(run);
     },
+    resumed(run) {
+      clustered?.runCreated(run);
+      announceRun(run);
+    },
   });
   function announceRun(run: CreatedRun): void {
     for (const watcher of runWatchers) {

@@ -48,6 +48,11 @@ export interface LifecycleHooks {
   declined(run: RunDraft): void;
   /** The run is recorded (queued or running), before it can emit any event. */
   accepted(run: RunRecord): void;
+  /**
+   * A run taken over from a gateway that lost the store mid-run is queued here to run again (`runs/recovery.ts`).
+   * Not `accepted` again: its request was accepted once, where it was recorded.
+   */
+  resumed(run: RunRecord): void;
   /** It starts executing here. */
   started(run: RunRecord): void;
   /** The runner called a tool. */

@@ -74,12 +74,13 @@ const executionsOf = (file: string, sessionKey: string) =>
     .map((r) => (r.kind === "exec-start" ? `${r.gateway}:${r.input}` : ""));
 
 /**
- * One gateway cut off from Postgres (every byte held both ways, as a partition does: no reset) while it executes
- * a 9 s run of session S; three more messages to S sent through the other gateway meanwhile.
+ * One gateway cut off from Postgres for `cutMs` (every byte held both ways, as a partition does: no reset) while it
+ * executes a 9 s run of session S; three more messages to S sent through the other gateway meanwhile.
  */
 async function partitionDuringLongRun(
   name: string,
   settings?: { leaseTtlMs: number; recoveryIntervalMs: number },
+  cutMs = 12_000,
 ) {
   const { gateways, witnessFile } = await cluster(name, settings);
   const [a, b] = gateways;
@@ -98,7 +99,7 @@ async function partitionDuringLongRun(
     const { runId } = await b.client.agent({ sessionKey: S, message: text, idempotencyKey: `${name}-${n}` });
     later.push({ runId, sessionKey: S, text });
   }
-  await sleep(12_000);
+  await sleep(cutMs);
   a.proxy.heal();
   const waits = await waitAll(
     b.client,
@@ -114,21 +115,27 @@ async function partitionDuringLongRun(
   const longWait = (await waitAll(b.client, [long.runId]))[0] as WaitResult;
   const report = checkHistory({
     witness: readWitness(witnessFile),
-    // The long run is not among the messages that must be answered: when the other gateway judged its gateway gone,
-    // it ended it as an error (re-running it there needs what only its gateway holds). Its wait must still be true.
-    accepted: [...later, { runId: after.runId, sessionKey: "agent:main:after", text: "after" }],
+    // The long run too: if the other gateway judged its gateway gone, it ran it again there.
+    accepted: [
+      { runId: long.runId, sessionKey: S, text: "slow:9000 the long one" },
+      ...later,
+      { runId: after.runId, sessionKey: "agent:main:after", text: "after" },
+    ],
     waits: [...waits, afterWait as WaitResult, longWait],
   });
   expect(describeHistory(report)).toEqual([]);
-  expect(waits.map((w) => w.status)).toEqual(["ok", "ok", "ok"]);
+  expect([...waits, longWait].map((w) => w.status)).toEqual(["ok", "ok", "ok", "ok"]);
   // b ran the three messages once each, in order, and never while a executed the session.
-  expect(executionsOf(witnessFile, S).filter((e) => e.startsWith("b:"))).toEqual(["b:m1", "b:m2", "b:m3"]);
+  expect(
+    executionsOf(witnessFile, S).filter((e) => e.startsWith("b:") && !e.includes("the long one")),
+  ).toEqual(["b:m1", "b:m2", "b:m3"]);
   // For docs/scale-out.md's failure table: how long the session waited for the other gateway.
   const firstOnB = readWitness(witnessFile).find((r) => r.kind === "exec-start" && r.gateway === "b");
+  const longOnB = executionsOf(witnessFile, S).includes("b:slow:9000 the long one");
   process.stderr.write(
-    `faults: ${name}: the session waited ${(((firstOnB?.at ?? 0) - cutAt) / 1000).toFixed(1)} s after the cut for the other gateway; the long run ended ${longWait.status}\n`,
+    `faults: ${name}: the session waited ${(((firstOnB?.at ?? 0) - cutAt) / 1000).toFixed(1)} s after the cut for the other gateway; the long run ended ${longWait.status}${longOnB ? ", run again by the other gateway" : ""}\n`,
   );
-  return { longWait };
+  return { longOnB };
 }
 
 describe("the cluster under faults, through sessions-gateway serve on Postgres", () => {
@@ -136,14 +143,20 @@ describe("the cluster under faults, through sessions-gateway serve on Postgres",
     await partitionDuringLongRun("partition_default");
   });
 
-  it("the same partition with a 3 s lease: the partitioned gateway stops its run before the other takes the session", async () => {
-    const { longWait } = await partitionDuringLongRun("partition_short", {
+  it("the same partition with a 3 s lease: the partitioned gateway stops its run before the other takes the session and runs it again", async () => {
+    const { longOnB } = await partitionDuringLongRun("partition_short", {
       leaseTtlMs: 3000,
       recoveryIntervalMs: 500,
     });
-    // Its lease lapsed long before the partition healed: the other gateway ended its run.
-    expect(longWait.status).toBe("error");
+    // Its lease lapsed long before the partition healed: the other gateway took its run over and ran it again.
+    expect(longOnB).toBe(true);
   });
+
+  if (long)
+    it("a gateway partitioned for 60 s during a 9 s run (default lease): the other takes the session over and runs it again", async () => {
+      const { longOnB } = await partitionDuringLongRun("partition_long", undefined, 60_000);
+      expect(longOnB).toBe(true);
+    });
 
   for (const [fault, seconds] of [
     ["reset", 8],

@@ -21,7 +21,7 @@ afterAll(async () => {
 });
 
 describe("a gateway frozen past its lease", () => {
-  it("wakes to find its run ended by another gateway, and discards its own end (no reply, no delivery)", async () => {
+  it("wakes to find its run run again and ended by another gateway, and discards its own end (no reply, no delivery)", async () => {
     const schema = freshSchema("fencing");
     const platform = await startFakePlatform();
     cleanup.push(platform.close);
@@ -36,11 +36,17 @@ describe("a gateway frozen past its lease", () => {
     onTestFailed(() => {
       process.stderr.write(`--- frozen\n${frozen.log.join("")}\n`);
     });
-    // The other gateway, in this process: it recovers the frozen one's run once its leases lapse.
+    // The other gateway, in this process: it takes the frozen one's run over once its leases lapse, and runs it.
+    const repeats: boolean[] = [];
     const store = await createPostgresStore({ connectionString: url, schema });
     const other: Gateway = createGateway({
       store,
-      runner: { run: async () => ({ reply: "other" }) },
+      runner: {
+        run: async (request) => {
+          repeats.push(request.repeat === true);
+          return { reply: "other" };
+        },
+      },
       // Its own leases lapsing is no part of the test: they outlast a stall of a busy machine.
       cluster: { leaseTtlMs: 15_000, recoveryIntervalMs: 250 },
     });
@@ -64,11 +70,13 @@ describe("a gateway frozen past its lease", () => {
       return run?.status === "running" && Date.now() - (run.startedAt ?? 0) < SLOW_MS - 1000;
     }, "the run under way on the frozen gateway");
     frozen.child.kill("SIGSTOP");
-    // Its leases lapse (its pid is alive, so only the lease time tells): the other gateway ends the run.
+    // Its leases lapse (its pid is alive, so only the lease time tells): the other gateway runs it again, told
+    // that it may be a repeat (it had started on the frozen one).
     await eventually(
-      async () => (await store.getRun(runId))?.status === "error",
-      "the other gateway ended the frozen one's run",
+      async () => (await store.getRun(runId))?.status === "ok",
+      "the other gateway ran the frozen one's run again",
     );
+    expect(repeats).toEqual([true]);
     frozen.child.kill("SIGCONT");
     // Awake, it either stops the run first (its lane's deadline passed while it was stopped: it writes nothing) or
     // its runner answers first and the end it writes is refused (fenced): whichever timer fires first.
@@ -77,17 +85,17 @@ describe("a gateway frozen past its lease", () => {
     );
 
     const run = await store.getRun(runId);
-    expect(run).toMatchObject({
-      status: "error",
-      error:
-        "its gateway stopped renewing its lease while the run was in progress (it stopped, froze or lost the store)",
-    });
-    expect(run?.reply).toBeUndefined();
+    expect(run).toMatchObject({ status: "ok", reply: "other", repeats: 1 });
+    // Only the other gateway's reply landed: the frozen one's end, transcript line and delivery were refused.
     const transcript = await store.readMessages("agent:main:main", { limit: 10 });
-    expect(transcript.map((m) => [m.role, messageText(m)])).toEqual([["user", `slow:${SLOW_MS} hello`]]);
-    expect(await store.listDeliveries({ runId })).toEqual([]);
-    // And the frozen gateway, awake again, reports the recorded end, not its own.
-    expect(await client.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({ status: "error" });
-    expect(platform.posts).toEqual([]);
+    expect(transcript.map((m) => [m.role, messageText(m)])).toEqual([
+      ["user", `slow:${SLOW_MS} hello`],
+      ["assistant", "other"],
+    ]);
+    expect((await store.listDeliveries({ runId })).map((d) => d.text)).toEqual(["other"]);
+    // And the frozen gateway, awake again, reports the recorded end, not its own; it ran nothing again itself.
+    expect(await client.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
+    expect(platform.posts.filter((post) => JSON.stringify(post).includes("frozen:"))).toEqual([]);
+    expect(repeats).toEqual([true]);
   });
 });

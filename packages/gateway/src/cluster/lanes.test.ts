@@ -46,3 +46,45 @@ describe("cluster lanes: exclusive leases", () => {
     expect(await store.getLease("budget:root")).toBeUndefined();
   });
 });
+
+describe("cluster lanes: a closing gateway", () => {
+  it("stops waiting for a lane or lease another gateway holds, so its close never waits on that gateway", async () => {
+    const store = createMemoryStore();
+    const clock = createManualClock();
+    let aClosed = false;
+    const lanes = (owner: string, closed: () => boolean) =>
+      createClusterLanes({
+        store,
+        clock,
+        owner,
+        settings,
+        contact: new StoreContact(clock, settings),
+        closed,
+        logger: silentLogger,
+      });
+    const [a, b] = [lanes("a", () => aClosed), lanes("b", () => false)];
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // b holds the session's lane and the budget lease until the test lets them go (as a run waiting on a does).
+    const bRun = b.run("agent:main:s", () => held);
+    const bLease = b.exclusive("budget:root", () => held);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const ran: string[] = [];
+    const aRun = a.run("agent:main:s", async (hold) => {
+      ran.push(hold === undefined ? "without the lane" : "with the lane");
+    });
+    const aLease = a.exclusive("budget:root", async () => void ran.push("under the lease"));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(ran).toEqual([]);
+    aClosed = true;
+    // The run's task is told at once (it ends the run as closed); the lease is refused.
+    await aRun;
+    await expect(aLease).rejects.toMatchObject({ code: "unavailable" });
+    expect(ran).toEqual(["without the lane"]);
+    expect((await store.getLease("lane:agent:main:s"))?.owner).toBe("b");
+    release();
+    await Promise.all([bRun, bLease]);
+  });
+});

@@ -1,4 +1,4 @@
-import type { Logger } from "@sessions/core";
+import { type Logger, SessionsError } from "@sessions/core";
 import { type Clock, monotonicNow } from "../clock.js";
 import type { LaneHold } from "../context.js";
 import { LaneLost } from "../run-table.js";
@@ -78,11 +78,16 @@ export function createClusterLanes(deps: {
     return "freed";
   }
 
-  /** Waits until this gateway holds the lease `name`; resolves with when the winning try was sent (monotonic). */
-  async function acquire(name: string, sessionKey: string): Promise<number> {
+  /**
+   * Waits until this gateway holds the lease `name`; resolves with when the winning try was sent (monotonic), or
+   * with `"closed"` once this gateway closes: a closing gateway stops waiting for a lease another gateway holds
+   * (the holder may be waiting for this one to finish closing).
+   */
+  async function acquire(name: string, sessionKey: string): Promise<number | "closed"> {
     const since = clock.now();
     let warned = false;
     for (let delay = POLL_MIN_MS, tries = 1; ; delay = Math.min(POLL_MAX_MS, delay * 2), tries++) {
+      if (deps.closed()) return "closed";
       let result: Awaited<ReturnType<typeof attempt>>;
       try {
         result = await attempt(name);
@@ -188,12 +193,12 @@ export function createClusterLanes(deps: {
       task: (hold?: LaneHold) => Promise<T>,
       taken?: AcquireLease,
     ): Promise<T> {
-      if (deps.closed() && taken === undefined) return task();
       const name = laneLeaseName(sessionKey);
       const takenAt =
         taken === undefined
           ? await acquire(name, sessionKey)
           : (askedAt.get(taken) ?? monotonicNow(clock) - Math.max(0, clock.now() - taken.now));
+      if (takenAt === "closed") return task();
       let released = false;
       const held = hold(name, takenAt);
       try {
@@ -216,6 +221,7 @@ export function createClusterLanes(deps: {
      */
     async exclusive<T>(name: string, task: () => Promise<T>): Promise<T> {
       const takenAt = await acquire(name, name);
+      if (takenAt === "closed") throw new SessionsError("unavailable", "The gateway is closed");
       // Renewed while the task runs, as a lane is: a slow store call must not let another gateway in meanwhile.
       const held = hold(name, takenAt);
       try {

@@ -152,15 +152,19 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
     for (const { runId } of later)
       expect(await b.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
     link.heal();
-    // a's run was stopped before b ran anything of its session; b ended it as its gateway's lease lapsed.
+    // a's run was stopped before b ran anything of its session; b took it over as its gateway's lease lapsed and ran
+    // it again, told it may be a repeat, among the messages sent to it (in whichever order they got the lane).
     expect(overlaps(log)).toEqual([]);
-    expect(log.filter((e) => e.gateway === "b").map((e) => e.text)).toEqual(["m2", "m3", "m4"]);
     const ended = await b.agentWait({ runId: first.runId, timeoutMs: 60_000 });
-    expect(ended.status).toBe("error");
-    // Once healed, a does not run it again: its fenced start finds it ended, and a hands it over (ended here, with
-    // no follow-ups of its own).
+    expect(ended.status).toBe("ok");
+    const onB = log.filter((e) => e.gateway === "b");
+    expect(onB.map((e) => e.text).sort()).toEqual(["a long one", "m2", "m3", "m4"]);
+    expect(onB.filter((e) => e.repeat).map((e) => e.runId)).toEqual([first.runId]);
+    expect((await shared.getRun(first.runId))?.repeats).toBe(1);
+    // Once healed, a does not run it again: its fenced start finds it taken over, and a hands it over (ended
+    // elsewhere, with no follow-ups of its own).
     await eventually(() => expect(handedOver).toContain(first.runId));
-    expect(log.filter((e) => e.runId === first.runId)).toHaveLength(1);
+    expect(log.filter((e) => e.runId === first.runId).map((e) => e.gateway)).toEqual(["a", "b"]);
     expect(overlaps(log)).toEqual([]);
   });
 
@@ -187,5 +191,47 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
     // b's recovery ends the run a left behind, once b may judge (a full lease of contact), and only that one.
     await eventually(async () => expect((await store.getRun("before"))?.status).toBe("error"));
     expect((await store.getRun("since"))?.status).toBe("running");
+  });
+
+  it("runs again a run its cut-off gateway left, up to three times; a fourth takeover ends it as an error", async () => {
+    const store = createMemoryStore();
+    const log: Execution[] = [];
+    const b = start("b", store, log);
+    await b.ready;
+    const now = Date.now();
+    // Gateway "a" was cut off: its liveness lease lapsed a minute ago, with two runs under way.
+    await store.acquireLease({ name: "gateway:a", owner: "a", ttlMs: 1000, now: now - 61_000 });
+    const left = async (runId: string, repeats: number | undefined) => {
+      const sessionKey = `agent:main:${runId}`;
+      const input = await store.appendMessage(sessionKey, {
+        role: "user",
+        content: `left ${runId}`,
+        ts: now,
+      });
+      await store.putRun({
+        runId,
+        sessionKey,
+        agentId: "main",
+        kind: "agent",
+        status: "running",
+        createdAt: now - 120_000,
+        startedAt: now - 120_000,
+        owner: "a",
+        inputSeq: input.seq,
+        rerun: { tools: null, system: ["be brief"] },
+        ...(repeats === undefined ? {} : { repeats }),
+      });
+    };
+    await left("twice-before", 2);
+    await left("thrice-before", 3);
+    await eventually(async () => expect((await store.getRun("twice-before"))?.status).toBe("ok"));
+    expect(await store.getRun("twice-before")).toMatchObject({
+      repeats: 3,
+      reply: "done: left twice-before (again)",
+    });
+    expect((await store.getRun("twice-before"))?.owner).not.toBe("a");
+    expect(log.map((e) => [e.runId, e.gateway, e.repeat])).toEqual([["twice-before", "b", true]]);
+    await eventually(async () => expect((await store.getRun("thrice-before"))?.status).toBe("error"));
+    expect((await store.getRun("thrice-before"))?.error).toMatch(/had run again 3 times already/);
   });
 });

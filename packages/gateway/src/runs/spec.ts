@@ -1,6 +1,6 @@
 import type { DeliveryContext, TranscriptMessage } from "@sessions/core";
 import type { ToolContext } from "../context.js";
-import type { RunCause, RunKind, RunRecord, StoreOps } from "../store/types.js";
+import type { RerunRecord, RunCause, RunKind, RunRecord, StoreOps } from "../store/types.js";
 
 /** Everything needed to start a run; `tools: null` runs without tools (announce steps). */
 export interface RunSpec {
@@ -41,4 +41,41 @@ export interface RunSpec {
    * input message): an inbound message's route and session touch. Not called for a repeated idempotency key.
    */
   prepare?: ((tx: StoreOps) => Promise<void>) | undefined;
+}
+
+/** What `spec` leaves on its run's record so another gateway can run it again (see `RunRecord.rerun`). */
+export function rerunOf(spec: RunSpec): RerunRecord {
+  const rerun: RerunRecord = { tools: spec.tools === null ? null : { ...spec.tools } };
+  if (spec.system !== undefined) rerun.system = spec.system;
+  if (spec.timeoutMs !== undefined) rerun.timeoutMs = spec.timeoutMs;
+  if (spec.model !== undefined) rerun.model = spec.model;
+  if (spec.thinking !== undefined) rerun.thinking = spec.thinking;
+  if (spec.subagentSlot === true) rerun.subagentSlot = true;
+  return rerun;
+}
+
+/** The spec a run taken over from a gateway that lost the store runs again with: its record's, and its input. */
+export function specOfRecord(run: RunRecord & { rerun: RerunRecord }, input: TranscriptMessage): RunSpec {
+  const { rerun } = run;
+  return {
+    runId: run.runId,
+    sessionKey: run.sessionKey,
+    kind: run.kind,
+    cause: run.cause ?? { kind: "request", method: "agent" },
+    rootRunId: run.rootRunId,
+    hops: run.hops,
+    traceparent: run.traceparent,
+    budget: run.budget,
+    followUp: run.followUp,
+    input,
+    idempotencyKey: run.idempotencyKey,
+    deliverTo: run.deliverTo,
+    system: rerun.system,
+    tools: rerun.tools === null ? null : { ...rerun.tools },
+    timeoutMs: rerun.timeoutMs,
+    model: rerun.model,
+    thinking: rerun.thinking,
+    subagentSlot: rerun.subagentSlot,
+    userMessage: run.userMessage,
+  };
 }

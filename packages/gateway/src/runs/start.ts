@@ -3,11 +3,11 @@ import type { GatewayContext, LaneHold } from "../context.js";
 import { LaneLost } from "../run-table.js";
 import { recordRunStart } from "../store/run-units.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
-import type { AcquireLease, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
+import type { AcquireLease, RerunRecord, RunRecord, StoredEntry, StoredMessage } from "../store/types.js";
 import { inputOf } from "./absorb.js";
 import { drawBudget, oneStartOfTree } from "./budget.js";
 import { executeRun } from "./execute.js";
-import type { RunSpec } from "./spec.js";
+import { type RunSpec, rerunOf, specOfRecord } from "./spec.js";
 
 export type { RunSpec } from "./spec.js";
 
@@ -141,6 +141,8 @@ async function record(
   if (spec.deliverTo !== undefined) run.deliverTo = spec.deliverTo;
   if (spec.followUp !== undefined) run.followUp = spec.followUp;
   if (spec.userMessage === true) run.userMessage = true;
+  // In a cluster, what another gateway needs to run it again should this one lose the store mid-run.
+  if (ctx.cluster !== undefined) run.rerun = rerunOf(spec);
   ctx.lifecycle.emit("recording", run);
   let started: Awaited<ReturnType<typeof recordRunStart>>;
   try {
@@ -170,7 +172,24 @@ async function record(
     : { run: started.run, input: undefined, entry: undefined, taken };
 }
 
-/** Queues the run on its session's lane; a run that starts at once gets the entry as its start left it. */
+/**
+ * Queues `run`, taken over from a gateway that lost the store (recorded here as `queued` and this gateway's), to
+ * run again on its session's lane; its runner is told it may be a repeat when it had started there.
+ */
+export function resumeRun(
+  ctx: GatewayContext,
+  run: RunRecord & { rerun: RerunRecord },
+  input: StoredMessage,
+  repeat: boolean,
+): void {
+  const spec = specOfRecord(run, input);
+  schedule(ctx, spec, run, input, undefined, undefined, repeat ? "repeat" : "resumed");
+}
+
+/**
+ * Queues the run on its session's lane; a run that starts at once gets the entry as its start left it. `resumed`:
+ * taken over from another gateway (`resumeRun`), `repeat` if it had started executing there.
+ */
 function schedule(
   ctx: GatewayContext,
   spec: RunSpec,
@@ -178,12 +197,14 @@ function schedule(
   input: StoredMessage,
   entry: StoredEntry | undefined,
   slot: LaneSlot | undefined,
+  resumed?: "resumed" | "repeat",
 ): void {
   const control = ctx.runs.register(run);
-  ctx.lifecycle.emit("accepted", run);
+  ctx.lifecycle.emit(resumed === undefined ? "accepted" : "resumed", run);
   // Recorded running: nothing of the session ran between its start and now, here or (lane taken) elsewhere.
   const known = run.status === "running" ? { entry } : undefined;
-  const execute = (lane?: LaneHold) => executeRun(ctx, run, spec, input, control, known, lane);
+  const execute = (lane?: LaneHold) =>
+    executeRun(ctx, run, spec, input, control, known, lane, resumed === "repeat");
   // Several gateways on one store: the session's lane also holds across them (a lease per lane).
   const cluster = ctx.cluster;
   const task =

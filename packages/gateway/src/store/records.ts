@@ -66,6 +66,31 @@ export interface GuardRecord {
   chain: string[];
 }
 
+/** Whose session tools a run gets, as recorded with it (see `RunRecord.rerun`). */
+export interface RunToolsRecord {
+  requesterKey: string;
+  agentId: string;
+  sandboxed: boolean;
+  depth: number;
+  isSubagent: boolean;
+  visibility?: Visibility | undefined;
+  traceparent?: string | undefined;
+}
+
+/**
+ * What a run needs besides its record and input message to run on another gateway: recorded with its start in a
+ * cluster, so that when its gateway loses the store mid-run, the gateway that takes the session over runs it again.
+ */
+export interface RerunRecord {
+  system?: string[] | undefined;
+  /** null: the run has no session tools (announce steps). */
+  tools: RunToolsRecord | null;
+  timeoutMs?: number | undefined;
+  model?: string | undefined;
+  thinking?: string | undefined;
+  subagentSlot?: boolean | undefined;
+}
+
 /** A stored run: its session, input, status, reply, usage and follow-up work. */
 export interface RunRecord {
   runId: string;
@@ -121,6 +146,13 @@ export interface RunRecord {
    * and its deliveries, join that trace on any gateway and after a restart.
    */
   traceparent?: string | undefined;
+  /**
+   * Recorded in a cluster: what another gateway needs to run it again if its own gateway loses the store while it
+   * is under way (its lease lapses, `runs/recovery.ts`). Absent on runs recorded outside a cluster.
+   */
+  rerun?: RerunRecord | undefined;
+  /** How many times the run was started again after its gateway lost the store mid-run (absent: never). */
+  repeats?: number | undefined;
 }
 
 /** Where an outbox record is: `queued`, or how it ended. */
@@ -177,6 +209,11 @@ export interface SubagentRecord {
   cleanup: "delete" | "keep";
   status: SubagentStatus;
   createdAt: number;
+  /**
+   * The gateway instance that spawned it: until its run is recorded (its start follows the record), recovery leaves
+   * the record alone while this gateway lives. Absent on records written before it was recorded.
+   */
+  owner?: string | undefined;
   endedAt?: number | undefined;
   outcome?: "ok" | "error" | "timeout" | "unknown" | undefined;
   error?: string | undefined;

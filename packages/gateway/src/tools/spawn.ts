@@ -74,6 +74,7 @@ export async function spawnTool(
     cleanup: params.cleanup,
     status: "running",
     createdAt: clock.now(),
+    owner: ctx.owner,
     ...(params.label === undefined ? {} : { label: params.label }),
   };
   // Count and reserve under one lock per requester, so parallel spawns cannot overshoot the limit.
