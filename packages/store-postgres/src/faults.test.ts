@@ -152,6 +152,51 @@ describe("the cluster under faults, through sessions-gateway serve on Postgres",
     expect(longOnB).toBe(true);
   });
 
+  it("a slow database (every chunk both ways 250 ms late, on both gateways): every message answered once, in order, none stopped", async () => {
+    const { gateways, witnessFile } = await cluster("slow_database");
+    for (const g of gateways) g.proxy.delay(250);
+    const slowAt = witnessNow();
+    const accepted: (AcceptedMessage & { via: string })[] = [];
+    // Messages to three sessions through either gateway, a few at a time, while the database is slow.
+    for (let round = 0; round < 4; round++) {
+      const sent = await Promise.all(
+        [0, 1, 2].map(async (s) => {
+          const sessionKey = `agent:main:slow-${s}`;
+          const text = `slow:${300 + 200 * s} r${round}`;
+          const gateway = gateways[(round + s) % 2] as ServedGateway;
+          const { runId } = await gateway.client.agent({
+            sessionKey,
+            message: text,
+            idempotencyKey: `slow-${round}-${s}`,
+          });
+          return { runId, sessionKey, text, via: gateway.name };
+        }),
+      );
+      accepted.push(...sent);
+    }
+    const waits = await waitAll(
+      (gateways[1] as ServedGateway).client,
+      accepted.map((m) => m.runId),
+    );
+    const answeredIn = (Math.max(...waits.map((w) => w.at ?? 0)) - slowAt) / 1000;
+    for (const g of gateways) g.proxy.heal();
+    const report = checkHistory({ witness: readWitness(witnessFile), accepted, waits });
+    expect(describeHistory(report)).toEqual([]);
+    expect(waits.every((w) => w.status === "ok")).toBe(true);
+    // Each ran once, on the gateway that accepted it; a session's messages sent through one gateway in the order
+    // they were sent (between gateways, in the order they got the session's lane).
+    const starts = readWitness(witnessFile).filter((r) => r.kind === "exec-start");
+    expect(starts).toHaveLength(accepted.length);
+    for (const sessionKey of new Set(accepted.map((m) => m.sessionKey)))
+      for (const via of ["a", "b"])
+        expect(executionsOf(witnessFile, sessionKey).filter((e) => e.startsWith(`${via}:`))).toEqual(
+          accepted.filter((m) => m.sessionKey === sessionKey && m.via === via).map((m) => `${via}:${m.text}`),
+        );
+    process.stderr.write(
+      `faults: slow database: ${accepted.length} messages answered within ${answeredIn.toFixed(1)} s; none stopped or run twice\n`,
+    );
+  });
+
   if (long)
     it("a gateway partitioned for 60 s during a 9 s run (default lease): the other takes the session over and runs it again", async () => {
       const { longOnB } = await partitionDuringLongRun("partition_long", undefined, 60_000);

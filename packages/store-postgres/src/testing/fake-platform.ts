@@ -11,14 +11,15 @@ export interface PlatformPost {
 /**
  * A chat platform on 127.0.0.1 (the outside world of the failover test): it posts each message once per
  * idempotency key (a repeat gets the first message's id back, as Discord nonces and Telegram dedupe do), records
- * every request, and can leave one gateway's sends unanswered (a slow platform, at the moment that gateway dies).
+ * every request, and can leave one gateway's sends unanswered (a slow platform, at the moment that gateway dies or
+ * loses its database) until it releases them.
  */
 export async function startFakePlatform() {
   const posts: PlatformPost[] = [];
   const messages = new Map<string, PlatformPost & { id: string }>();
   const connections: { gateway: string; event: string; at: number }[] = [];
   let hold: string | undefined;
-  const held = new Set<IncomingMessage>();
+  const held = new Map<IncomingMessage, () => void>();
 
   const read = (req: IncomingMessage) =>
     new Promise<Record<string, string>>((resolve, reject) => {
@@ -44,18 +45,19 @@ export async function startFakePlatform() {
         text: body.text ?? "",
         at: Date.now(),
       };
-      if (post.gateway === hold) {
-        held.add(req);
-        return; // never answered: the sender is about to die
-      }
-      posts.push(post);
-      let message = messages.get(post.key);
-      if (message === undefined) {
-        message = { ...post, id: `msg-${messages.size + 1}` };
-        messages.set(post.key, message);
-      }
-      res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ messageIds: [message.id] }));
+      const answer = () => {
+        posts.push(post);
+        let message = messages.get(post.key);
+        if (message === undefined) {
+          message = { ...post, id: `msg-${messages.size + 1}` };
+          messages.set(post.key, message);
+        }
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ messageIds: [message.id] }));
+      };
+      // Not answered until `release()`: the sender dies meanwhile, or loses its database.
+      if (post.gateway === hold) held.set(req, answer);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -70,6 +72,12 @@ export async function startFakePlatform() {
       hold = gateway;
     },
     heldCount: () => held.size,
+    /** Sends are answered again, and the held ones now (posted as they arrived). */
+    release() {
+      hold = undefined;
+      for (const answer of held.values()) answer();
+      held.clear();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
