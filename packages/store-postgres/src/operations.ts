@@ -262,7 +262,7 @@ export function createOperations(s: string) {
       // The expression and predicate are the index's (runs_root, migration 3), word for word.
       const { rows } = await db.query<DataRow>(
         `SELECT data FROM ${s}.runs WHERE run_id = $1 OR (${HAS_ROOT} AND ${ROOT_OF_RUN} = $3)
-           ORDER BY substring(data from '"createdAt":([0-9]+)')::bigint, run_id LIMIT $2`,
+           ORDER BY run_id <> $1, substring(data from '"createdAt":([0-9]+)')::bigint, run_id LIMIT $2`,
         // The root as the JSON text of its children spells it.
         [rootRunId, limit, JSON.stringify(rootRunId).slice(1, -1)],
       );

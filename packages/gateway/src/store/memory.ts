@@ -213,11 +213,19 @@ export function createMemoryStore(): SessionStore {
       return [...runs.values()].filter((r) => r.followUp !== undefined && r.followUpDone !== true).map(clone);
     },
     listRunTree(rootRunId, limit) {
-      return [...runs.values()]
-        .filter((r) => r.runId === rootRunId || r.rootRunId === rootRunId)
-        .sort((a, b) => a.createdAt - b.createdAt || (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0))
-        .slice(0, limit)
-        .map(clone);
+      return (
+        [...runs.values()]
+          .filter((r) => r.runId === rootRunId || r.rootRunId === rootRunId)
+          // The root first (its runs may share its millisecond), then oldest first.
+          .sort(
+            (a, b) =>
+              Number(a.runId !== rootRunId) - Number(b.runId !== rootRunId) ||
+              a.createdAt - b.createdAt ||
+              (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0),
+          )
+          .slice(0, limit)
+          .map(clone)
+      );
     },
     enqueueDelivery(record) {
       const existingId = deliveryByKey.get(record.idempotencyKey);

@@ -150,6 +150,16 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
       await store.putRun(run("odd-child", { createdAt: 41, rootRunId: odd }));
       await store.putRun(run("not-odd", { createdAt: 42, rootRunId: 'k"ey' }));
       expect((await store.listRunTree(odd, 10)).map((r) => r.runId)).toEqual([odd, "odd-child"]);
+      // Runs of its millisecond whose ids sort before the root's: the root still comes first.
+      await store.putRun(run("z-root", { createdAt: 50 }));
+      await store.putRun(run("a-child", { createdAt: 50, rootRunId: "z-root", cause }));
+      await store.putRun(run("b-child", { createdAt: 49, rootRunId: "z-root", cause }));
+      expect((await store.listRunTree("z-root", 10)).map((r) => r.runId)).toEqual([
+        "z-root",
+        "b-child",
+        "a-child",
+      ]);
+      expect((await store.listRunTree("z-root", 1)).map((r) => r.runId)).toEqual(["z-root"]);
       await store.close();
     });
 

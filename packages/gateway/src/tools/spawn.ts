@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   buildSubagentSessionKey,
   checkSessionAccess,
@@ -14,6 +13,7 @@ import { type BudgetExceeded, budgetSpentFor, isBudgetExceeded } from "../runs/b
 import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { channelFor, ensureEntry } from "../sessions/entries.js";
+import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { SubagentRecord } from "../store/types.js";
 import { budgetRefusal, guardTree, noteGuard } from "./guards.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
@@ -64,7 +64,7 @@ export async function spawnTool(
     };
   }
   const childKey = buildSubagentSessionKey(targetAgent);
-  const runId = randomUUID();
+  const runId = timeOrderedId();
   const record: SubagentRecord = {
     childKey,
     requesterKey: tool.requesterKey,

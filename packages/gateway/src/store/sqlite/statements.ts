@@ -52,7 +52,7 @@ const SQL = {
   pendingFollowUps: "SELECT data FROM runs WHERE follow_up_pending = 1",
   // A root is found by its id; the others by runs_root (schema version 3), which holds only runs that have a root.
   runTree: `SELECT data FROM runs WHERE run_id = @root OR root_run_id = @root
-       ORDER BY json_extract(data, '$.createdAt'), run_id LIMIT @limit`,
+       ORDER BY run_id <> @root, json_extract(data, '$.createdAt'), run_id LIMIT @limit`,
   insertDelivery: `INSERT INTO deliveries (id, idempotency_key, session_key, run_id, status, next_attempt_at, created_at,
          lease_owner, lease_until, data)
        VALUES (@id, @idempotencyKey, @sessionKey, @runId, @status, @nextAttemptAt, @createdAt,
