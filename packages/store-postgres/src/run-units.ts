@@ -89,6 +89,8 @@ const END_TYPES = [
   "text",
   "text",
   "text",
+  "text",
+  "text",
 ];
 
 /** The run as recorded when the lane it asks for is not free: waiting for it. */
@@ -177,6 +179,8 @@ function endParams(unit: RunEndUnit): unknown[] {
     delivery === undefined ? null : JSON.stringify(delivery),
     unit.releaseLease?.name ?? null,
     unit.releaseLease?.owner ?? null,
+    unit.fence?.name ?? null,
+    unit.fence?.owner ?? null,
   ];
 }
 

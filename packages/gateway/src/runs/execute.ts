@@ -283,19 +283,29 @@ async function recordEnd(
         ...(run.status === "aborted" ? { abortedLastRun: true } : {}),
       },
       ...(delivery === undefined ? {} : { delivery }),
-      ...(lane === undefined ? {} : { releaseLease: lane.lease }),
+      ...(lane === undefined ? {} : { releaseLease: lane.lease, fence: lane.lease }),
     };
     // The runner has answered: its end is recorded once the store is back (a database restarting), and the run's
     // waiters wait for that rather than hear of a failure that did not happen.
     const ended = await untilStored(() => recordRunEnd(ctx.store, unit), storeOutage(ctx, run.runId));
-    // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is dropped.
-    if (!ended.ended) return discardEnd(ctx, run);
+    // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is dropped;
+    // or still its own, the lane another's: it runs again once the lane is back (as for a lane lost mid-run).
+    if (!ended.ended) {
+      const stored = await untilStored(() => ctx.store.getRun(run.runId), storeOutage(ctx, run.runId));
+      if (lane !== undefined && stored !== undefined && !isFinal(stored.status) && stored.owner === ctx.owner)
+        throw new LaneLost(
+          lane.lease.name,
+          "another gateway took the session's lane before the run's end was recorded",
+        );
+      return discardEnd(ctx, run, stored);
+    }
     lane?.released();
     if (ended.delivery !== undefined) ctx.outbox.committed(ended.delivery);
     if (ctx.listening?.() !== false)
       ctx.emit({ type: "sessions.changed", key: run.sessionKey, reason: "updated" });
     return run;
   } catch (error) {
+    if (error instanceof LaneLost) throw error;
     // Nothing of the end was recorded (storage full, store gone): say so, and try to end the run at least.
     const message = error instanceof Error ? error.message : String(error);
     ctx.logger.error("could not record the end of a run", { runId: run.runId, error: message });
@@ -313,8 +323,11 @@ async function recordEnd(
 const discarded = new WeakSet<RunRecord>();
 
 /** The run was ended by another gateway (recovery) while this one stalled: its end stands, this one's is dropped. */
-async function discardEnd(ctx: GatewayContext, run: RunRecord): Promise<RunRecord> {
-  const stored = await ctx.store.getRun(run.runId).catch(() => undefined);
+async function discardEnd(
+  ctx: GatewayContext,
+  run: RunRecord,
+  stored: RunRecord | undefined,
+): Promise<RunRecord> {
   ctx.logger.warn("discarded the end of a run another gateway ended while this one stalled", {
     runId: run.runId,
     discarded: run.status,

@@ -99,8 +99,17 @@ afterEach(async () => {
   await Promise.all(gateways.splice(0).map((g) => g.close({ drainMs: 0 })));
 });
 
-function start(name: string, store: SessionStore, log: Execution[]): Gateway {
-  const gateway = createGateway({ store, runner: witnessRunner(name, log), cluster });
+function start(
+  name: string,
+  store: SessionStore,
+  log: Execution[],
+  options: { runner?: AgentRunner; recoveryIntervalMs?: number } = {},
+): Gateway {
+  const gateway = createGateway({
+    store,
+    runner: options.runner ?? witnessRunner(name, log),
+    cluster: { ...cluster, recoveryIntervalMs: options.recoveryIntervalMs ?? cluster.recoveryIntervalMs },
+  });
   gateways.push(gateway);
   return gateway;
 }
@@ -233,5 +242,60 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
     expect(log.map((e) => [e.runId, e.gateway, e.repeat])).toEqual([["twice-before", "b", true]]);
     await eventually(async () => expect((await store.getRun("thrice-before"))?.status).toBe("error"));
     expect((await store.getRun("thrice-before"))?.error).toMatch(/had run again 3 times already/);
+  });
+
+  it("refuses an end held up past the lane's lease once another gateway has the lane: the run runs again after", async () => {
+    const shared = createMemoryStore();
+    const link = linkTo(shared);
+    const ran: string[] = [];
+    const gates = new Map<string, () => void>();
+    const gate = (name: string) =>
+      new Promise<void>((resolve) => {
+        gates.set(name, resolve);
+      });
+    // Each run waits for the test to let it answer (a repeat answers at once).
+    const runner = (gateway: string): AgentRunner => ({
+      async run(request) {
+        const text = String(request.input.content);
+        ran.push(`${gateway}:${text}${request.repeat ? " (again)" : ""}`);
+        if (!request.repeat) await gate(text);
+        return { reply: `${text} answered${request.repeat ? " again" : ""}` };
+      },
+    });
+    const a = start("a", link.store, [], { runner: runner("a") });
+    // b never recovers in this test: what fences a's end is the lane, not a takeover of the run.
+    const b = start("b", shared, [], { runner: runner("b"), recoveryIntervalMs: 600_000 });
+    await Promise.all([a.ready, b.ready]);
+    await new Promise((resolve) => setTimeout(resolve, 2 * cluster.leaseTtlMs));
+    const first = await a.agent({ sessionKey: "s", message: "r1", idempotencyKey: "k1" });
+    await eventually(() => expect(ran).toEqual(["a:r1"]));
+    // a's runner answers just as a is cut off: its end is held up in the partition.
+    link.cut();
+    gates.get("r1")?.();
+    // b takes the lane once a's lease lapsed, and runs the next message of the session.
+    const second = await b.agent({ sessionKey: "s", message: "m2", idempotencyKey: "k2" });
+    await eventually(() => expect(ran).toEqual(["a:r1", "b:m2"]));
+    // The partition heals while b runs m2: a's end lands, and is refused (b holds the lane).
+    link.heal();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await shared.getRun(first.runId))?.status).toBe("running");
+    expect((await shared.readMessages("agent:main:s", { limit: 10 })).map((m) => m.content)).toEqual([
+      "r1",
+      "m2",
+    ]);
+    gates.get("m2")?.();
+    expect(await b.agentWait({ runId: second.runId, timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
+    // a runs it again once the lane is back, told it may be a repeat; its first answer is nowhere.
+    expect(await a.agentWait({ runId: first.runId, timeoutMs: 60_000 })).toMatchObject({
+      status: "ok",
+      reply: "r1 answered again",
+    });
+    expect(ran).toEqual(["a:r1", "b:m2", "a:r1 (again)"]);
+    expect((await shared.readMessages("agent:main:s", { limit: 10 })).map((m) => m.content)).toEqual([
+      "r1",
+      "m2",
+      "m2 answered",
+      "r1 answered again",
+    ]);
   });
 });

@@ -53,7 +53,7 @@ export async function recordRunEnd(store: SessionStore, unit: RunEndUnit): Promi
   if (native !== undefined) return native;
   let ended: RunEndResult;
   try {
-    ended = await store.transaction((tx) => runEndThrough(tx, unit));
+    ended = await store.transaction((tx) => runEndThrough(tx, unit, store));
   } catch (error) {
     if (error instanceof EndedElsewhere) return { ended: false };
     throw error;
@@ -92,8 +92,13 @@ export async function runStartThrough(
 class EndedElsewhere extends Error {}
 
 /** {@link recordRunEnd} as store operations inside a unit of work; throws to roll back a fenced-out end. */
-async function runEndThrough(tx: StoreOps, unit: RunEndUnit): Promise<RunEndResult> {
-  const { run } = unit;
+async function runEndThrough(tx: StoreOps, unit: RunEndUnit, store: SessionStore): Promise<RunEndResult> {
+  const { run, fence } = unit;
+  // Fenced by its lane: another gateway holds it now (read inside the unit: it joins it).
+  if (fence !== undefined) {
+    const holder = await store.getLease(fence.name);
+    if (holder !== undefined && holder.owner !== fence.owner) throw new EndedElsewhere();
+  }
   if (unit.reply !== undefined) await tx.appendMessage(run.sessionKey, unit.reply);
   const entry = await tx.getEntry(run.sessionKey);
   if (entry !== undefined) await tx.putEntry(applyRunDelta(entry, unit.entry));

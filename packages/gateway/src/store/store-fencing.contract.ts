@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { delivery, run } from "./contract-records.js";
+import { recordRunEnd } from "./run-units.js";
 import type { SessionStore, StoreChange } from "./types.js";
 
 /**
@@ -111,6 +112,38 @@ export function describeFencingContract(open: () => SessionStore | Promise<Sessi
       const refused = await store.transaction((tx) => tx.endRun(run("r", { status: "ok" }), "gw-other"));
       expect(refused).toBe(false);
       expect(await store.getRun("r")).toMatchObject({ status: "running" });
+      await store.close();
+    });
+
+    it("records a run's end under its lane only while no other owner holds the lane (its fencing token)", async () => {
+      const store = await open();
+      const end = (runId: string) =>
+        recordRunEnd(store, {
+          run: run(runId, { sessionKey: "s", status: "ok", owner: "gw-a", reply: "late" }),
+          owner: "gw-a",
+          reply: { role: "assistant", content: "late", ts: 2 },
+          entry: { updatedAt: 2 },
+          releaseLease: { name: "lane:s", owner: "gw-a" },
+          fence: { name: "lane:s", owner: "gw-a" },
+        });
+      await store.putRun(run("r", { sessionKey: "s", status: "running", owner: "gw-a" }));
+      // gw-a's lane lapsed while its end was held up; gw-b took the lane: the end is refused, nothing written.
+      await store.acquireLease({ name: "lane:s", owner: "gw-a", ttlMs: 1000, now: 0 });
+      expect(
+        (await store.acquireLease({ name: "lane:s", owner: "gw-b", ttlMs: 60_000, now: 5000 })).acquired,
+      ).toBe(true);
+      expect(await end("r")).toEqual({ ended: false });
+      expect(await store.getRun("r")).toMatchObject({ status: "running", owner: "gw-a" });
+      expect(await store.countMessages("s")).toBe(0);
+      expect((await store.getLease("lane:s"))?.owner).toBe("gw-b");
+      // Its own lane, lapsed or not, or none at all: the end is recorded.
+      await store.releaseLease("lane:s", "gw-b");
+      await store.acquireLease({ name: "lane:s", owner: "gw-a", ttlMs: 1000, now: 0 });
+      expect(await end("r")).toMatchObject({ ended: true });
+      expect(await store.getRun("r")).toMatchObject({ status: "ok", reply: "late" });
+      await store.putRun(run("r2", { sessionKey: "s", status: "running", owner: "gw-a" }));
+      expect(await store.getLease("lane:s")).toBeUndefined();
+      expect(await end("r2")).toMatchObject({ ended: true });
       await store.close();
     });
 

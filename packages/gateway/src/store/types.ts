@@ -212,7 +212,10 @@ export interface StoreOps {
   listRunsByStatus(statuses: readonly RunStatus[]): Promise<RunRecord[]>;
   /** Runs with a `followUp` not yet marked done. */
   listPendingFollowUps(): Promise<RunRecord[]>;
-  /** The runs of one tree: the root `rootRunId` and every run whose `rootRunId` it is, at most `limit`, oldest first. */
+  /**
+   * The runs of one tree: the root `rootRunId` first, then every run whose `rootRunId` it is, oldest first (ties by
+   * run id); at most `limit`.
+   */
   listRunTree(rootRunId: string, limit: number): Promise<RunRecord[]>;
 
   /** Inserts unless a record with the same idempotency key exists; returns the stored one either way. */
@@ -325,6 +328,12 @@ export interface RunEndUnit {
    * transaction, or right after it. Kept when the run was ended elsewhere.
    */
   releaseLease?: { name: string; owner: string } | undefined;
+  /**
+   * The lease the run executed under (the session's lane in a cluster), as its fencing token: the end is written
+   * only while no other owner holds it. An end that arrives after another gateway took the lane (it was held up in
+   * a partition past the lease) is refused as a fenced one is (`ended: false`), and nothing of it is written.
+   */
+  fence?: { name: string; owner: string } | undefined;
 }
 
 /** `ended: false`: the run was ended elsewhere (or changed hands), and nothing of this end was written. */
