@@ -1,4 +1,4 @@
-import type { Logger, SessionsConfig, Visibility } from "@sessions/core";
+import type { Logger, SessionsConfig } from "@sessions/core";
 import type { ChannelAdapterV1, DeliveryTarget } from "./adapter.js";
 import type { Clock, DeadlineTimer } from "./clock.js";
 import type { GatewayEvent } from "./events.js";
@@ -11,6 +11,7 @@ import type {
   DeliveryKind,
   DeliveryRecord,
   RunRecord,
+  RunToolsRecord,
   SessionStore,
   StoreOps,
 } from "./store/types.js";
@@ -27,18 +28,8 @@ export interface Tasks {
   readonly closed: boolean;
 }
 
-/** Who is calling a session tool: the requester session and what it may see and do. */
-export interface ToolContext {
-  requesterKey: string;
-  agentId: string;
-  sandboxed: boolean;
-  depth: number;
-  isSubagent: boolean;
-  /** The session's own visibility override (`sessions.patch`), taken when the run starts. */
-  visibility?: Visibility | undefined;
-  /** Outside any run (`sessions.tools.call`): the trace context the runs its tools start continue. */
-  traceparent?: string | undefined;
-}
+/** Who is calling a session tool: the requester session and what it may see and do (stored as it is with a run). */
+export type ToolContext = RunToolsRecord;
 
 /** A delivery written inside a unit of work: call `committed()` once the unit has committed, to send it. */
 export interface RecordedDelivery {

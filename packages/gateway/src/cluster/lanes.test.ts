@@ -1,27 +1,31 @@
 import { silentLogger } from "@sessions/core";
 import { describe, expect, it } from "vitest";
-import { createManualClock } from "../clock.js";
+import { type Clock, createManualClock } from "../clock.js";
 import { createMemoryStore } from "../store/memory.js";
+import type { SessionStore } from "../store/types.js";
 import { createClusterLanes } from "./lanes.js";
 import { StoreContact } from "./store-contact.js";
 
 const settings = { leaseTtlMs: 600, heartbeatMs: 100, recoveryIntervalMs: 1000, graceMs: 60 };
+
+/** The cluster lanes of gateway `owner` on `store`. */
+const lanesOf = (store: SessionStore, clock: Clock, owner: string, closed: () => boolean) =>
+  createClusterLanes({
+    store,
+    clock,
+    owner,
+    settings,
+    contact: new StoreContact(clock, settings),
+    closed,
+    logger: silentLogger,
+  });
 
 describe("cluster lanes: exclusive leases", () => {
   it("keeps renewing the lease while its task runs, so another gateway never takes it in the middle", async () => {
     const store = createMemoryStore();
     // Lease time moves only when the test says so; renewals happen on the real heartbeat.
     const clock = createManualClock();
-    const lanes = (owner: string) =>
-      createClusterLanes({
-        store,
-        clock,
-        owner,
-        settings,
-        contact: new StoreContact(clock, settings),
-        closed: () => false,
-        logger: silentLogger,
-      });
+    const lanes = (owner: string) => lanesOf(store, clock, owner, () => false);
     const [a, b] = [lanes("a"), lanes("b")];
     let taskDone: () => void = () => {};
     const running = new Promise<void>((resolve) => {
@@ -52,17 +56,7 @@ describe("cluster lanes: a closing gateway", () => {
     const store = createMemoryStore();
     const clock = createManualClock();
     let aClosed = false;
-    const lanes = (owner: string, closed: () => boolean) =>
-      createClusterLanes({
-        store,
-        clock,
-        owner,
-        settings,
-        contact: new StoreContact(clock, settings),
-        closed,
-        logger: silentLogger,
-      });
-    const [a, b] = [lanes("a", () => aClosed), lanes("b", () => false)];
+    const [a, b] = [lanesOf(store, clock, "a", () => aClosed), lanesOf(store, clock, "b", () => false)];
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;

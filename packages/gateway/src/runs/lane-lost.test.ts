@@ -114,6 +114,16 @@ function start(
   return gateway;
 }
 
+/** Gateway "b" on a memory store, where gateway "a" was cut off: a's liveness lease lapsed a minute ago. */
+async function besideCutOffGateway(log: Execution[]) {
+  const store = createMemoryStore();
+  const b = start("b", store, log);
+  await b.ready;
+  const now = Date.now();
+  await store.acquireLease({ name: "gateway:a", owner: "a", ttlMs: 1000, now: now - 61_000 });
+  return { store, b, now };
+}
+
 describe("a run whose gateway loses the store past its lane's lease", () => {
   it("stops before its lease lapses and runs again on the same gateway once the store is back (every gateway cut off)", async () => {
     const link = linkTo(createMemoryStore());
@@ -178,13 +188,8 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
   });
 
   it("leaves alone a run its gateway started after its own lease lapsed (it is back and has not renewed yet)", async () => {
-    const store = createMemoryStore();
-    const log: Execution[] = [];
-    const b = start("b", store, log);
-    await b.ready;
-    const now = Date.now();
-    // Gateway "a" was cut off: its liveness lease lapsed a minute ago. It ran one run before, and one since it is back.
-    await store.acquireLease({ name: "gateway:a", owner: "a", ttlMs: 1000, now: now - 61_000 });
+    // It ran one run before its lease lapsed, and one since it is back.
+    const { store, now } = await besideCutOffGateway([]);
     const run = (runId: string, createdAt: number) => ({
       runId,
       sessionKey: `agent:main:${runId}`,
@@ -203,13 +208,9 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
   });
 
   it("runs again a run its cut-off gateway left, up to three times; a fourth takeover ends it as an error", async () => {
-    const store = createMemoryStore();
     const log: Execution[] = [];
-    const b = start("b", store, log);
-    await b.ready;
-    const now = Date.now();
-    // Gateway "a" was cut off: its liveness lease lapsed a minute ago, with two runs under way.
-    await store.acquireLease({ name: "gateway:a", owner: "a", ttlMs: 1000, now: now - 61_000 });
+    // Two runs under way on a when it was cut off.
+    const { store, now } = await besideCutOffGateway(log);
     const left = async (runId: string, repeats: number | undefined) => {
       const sessionKey = `agent:main:${runId}`;
       const input = await store.appendMessage(sessionKey, {

@@ -66,14 +66,19 @@ export interface GuardRecord {
   chain: string[];
 }
 
-/** Whose session tools a run gets, as recorded with it (see `RunRecord.rerun`). */
+/**
+ * Who is calling a session tool: the requester session and what it may see and do (the gateway's `ToolContext`),
+ * as recorded with a run (see `RunRecord.rerun`).
+ */
 export interface RunToolsRecord {
   requesterKey: string;
   agentId: string;
   sandboxed: boolean;
   depth: number;
   isSubagent: boolean;
+  /** The session's own visibility override (`sessions.patch`), taken when the run starts. */
   visibility?: Visibility | undefined;
+  /** Outside any run (`sessions.tools.call`): the trace context the runs its tools start continue. */
   traceparent?: string | undefined;
 }
 
