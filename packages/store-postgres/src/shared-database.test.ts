@@ -41,14 +41,17 @@ describe("several stores on one database", () => {
       { type: "run", runId: "r1", sessionKey: "s", status: "ok" },
       { type: "entry", key: "agent:main:y", op: "put" },
     ];
+    const heard = (changes: StoreChange[], key: string) =>
+      changes.some((change) => change.type === "entry" && change.key === key);
     // Then a change by another store of each schema: a store hears it through the database, after everything
     // committed before it that the store was going to hear (Postgres delivers notifications in commit order). A
     // store tells its own watchers of its own commits itself.
     await a.putEntry(entry("agent:main:from-a", 1));
+    // A store tells its own watchers of its commits at once, and hears the others' through the database: b commits
+    // only once it has heard a's, or its own could come first.
+    await eventually(() => heard(heardB, "agent:main:from-a"), "b to hear a's commits");
     await b.putEntry(entry("agent:main:from-b", 1));
     await otherPeer.putEntry(entry("agent:main:from-peer", 1));
-    const heard = (changes: StoreChange[], key: string) =>
-      changes.some((change) => change.type === "entry" && change.key === key);
     await eventually(
       () =>
         heard(heardA, "agent:main:from-b") &&
