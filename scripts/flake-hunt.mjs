@@ -15,6 +15,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { cloneDefaults, cloneOption } from "./lib/clone-options.mjs";
 
 const root = resolve(import.meta.dirname, "..");
 const usage =
@@ -26,10 +27,7 @@ function parseArgs(argv) {
     busyRuns: 0,
     perCore: 2,
     filter: undefined,
-    ref: "HEAD",
-    dir: undefined,
-    json: undefined,
-    keep: false,
+    ...cloneDefaults(),
   };
   let allBusy = false;
   for (let i = 0; i < argv.length; i++) {
@@ -49,10 +47,7 @@ function parseArgs(argv) {
     else if (arg === "--busy-runs") opts.busyRuns = count("--busy-runs", 0);
     else if (arg === "--per-core") opts.perCore = count("--per-core", 1);
     else if (arg === "--filter") opts.filter = value();
-    else if (arg === "--ref") opts.ref = value();
-    else if (arg === "--dir") opts.dir = resolve(value());
-    else if (arg === "--json") opts.json = resolve(value());
-    else if (arg === "--keep") opts.keep = true;
+    else if (cloneOption(opts, arg, value)) continue;
     else if (arg === "--help" || arg === "-h") {
       console.log(usage);
       process.exit(0);

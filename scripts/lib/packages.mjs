@@ -5,11 +5,14 @@ import { join, resolve } from "node:path";
 
 export const root = resolve(import.meta.dirname, "..", "..");
 
-/** `{ dir, manifest }` of every public package, in a stable order. New packages are picked up by themselves. */
-export function publicPackages() {
-  return readdirSync(join(root, "packages"), { withFileTypes: true })
-    .filter((d) => d.isDirectory() && existsSync(join(root, "packages", d.name, "package.json")))
-    .map((d) => join(root, "packages", d.name))
+/**
+ * `{ dir, manifest }` of every public package of the workspace at `workspace` (this one by default), read now, in a
+ * stable order. New packages are picked up by themselves.
+ */
+export function publicPackages(workspace = root) {
+  return readdirSync(join(workspace, "packages"), { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(workspace, "packages", d.name, "package.json")))
+    .map((d) => join(workspace, "packages", d.name))
     .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) }))
     .filter(({ manifest }) => manifest.private !== true)
     .sort((a, b) => a.manifest.name.localeCompare(b.manifest.name));
