@@ -4,12 +4,13 @@ import type { Clock, DeadlineTimer } from "./clock.js";
 import type { GatewayEvent } from "./events.js";
 import type { Lanes } from "./lanes.js";
 import type { Lifecycle } from "./lifecycle.js";
-import type { RunTable } from "./run-table.js";
+import type { LaneLost, RunTable } from "./run-table.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type {
   AcquireLease,
   DeliveryKind,
   DeliveryRecord,
+  LeaseFence,
   RunRecord,
   RunToolsRecord,
   SessionStore,
@@ -76,6 +77,15 @@ export interface LaneHold {
   released(): void;
 }
 
+/** The lane a run executes under, as its tools see it: the fence of their transcript lines, and how to stop. */
+export interface RunLane {
+  readonly lease: LeaseFence;
+  /** The run's: aborted once it is stopped (its lane's deadline passed, a timeout, an abort). */
+  readonly signal: AbortSignal;
+  /** Stops the run at once: a write under the lane was refused (another gateway holds it now). */
+  lost(reason: LaneLost): void;
+}
+
 /** What the run modules use of cluster mode (`cluster/`): the session lanes shared by every gateway on the store. */
 export interface ClusterRuntime {
   /**
@@ -127,7 +137,7 @@ export interface GatewayContext {
   readonly tasks: Tasks;
   readonly timers: { readonly archive: DeadlineTimer; readonly bindings: DeadlineTimer };
   /** The session tools of a run, bound to `tool.requesterKey` (wired in by `createGateway`: tools start runs). */
-  toolsFor(tool: ToolContext, run: RunRecord): RunnerTool[];
+  toolsFor(tool: ToolContext, run: RunRecord, lane?: RunLane): RunnerTool[];
   /** Extra tools every agent gets (filtered for sub-agents by `tools.subagents.tools`). */
   readonly extraTools: readonly RunnerTool[];
   /** Model ids `sessions_spawn({ model })` accepts; undefined = any. */

@@ -158,7 +158,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     emit,
     listening: () => listeners.size > 0 || clustered !== undefined,
     lifecycle,
-    toolsFor: (tool, run) => buildTools(ctx, tool, run),
+    toolsFor: (tool, run, lane) => buildTools(ctx, tool, run, lane),
   };
   // What follows a run or a delivery, in the modules it belongs to.
   lifecycle.subscribe(followAgentToAgent(ctx));

@@ -30,10 +30,12 @@ export function toLease(row: LeaseRow): Lease {
 
 /** Named leases and delivery claims: each one statement, so each is atomic without a unit around it. */
 export function createLeaseOperations(s: string) {
-  async function getLease(db: Db, name: string): Promise<Lease | undefined> {
-    const { rows } = await db.query<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE name = $1`, [
-      name,
-    ]);
+  /** `hold`: inside a transaction, the row stays as read until it ends (a takeover waits), for fenced writes. */
+  async function getLease(db: Db, name: string, hold = false): Promise<Lease | undefined> {
+    const { rows } = await db.query<LeaseRow>(
+      `SELECT ${LEASE_COLUMNS} FROM ${s}.leases WHERE name = $1${hold ? " FOR SHARE" : ""}`,
+      [name],
+    );
     return rows[0] === undefined ? undefined : toLease(rows[0]);
   }
 

@@ -281,6 +281,8 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   ][]) {
     leaseCalls[name] = async (...args: unknown[]) => {
       check();
+      // A lease read inside a unit fences its writes (see `SessionStore.getLease`): it holds the row.
+      if (name === "getLease") args = [args[0], units.current() !== undefined];
       try {
         return await fn(units.db(), ...args);
       } catch (error) {

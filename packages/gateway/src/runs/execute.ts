@@ -1,6 +1,6 @@
 import { SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
-import type { GatewayContext, LaneHold } from "../context.js";
+import type { GatewayContext, LaneHold, RunLane } from "../context.js";
 import { BudgetDeadline, LaneLost, RunAborted, type RunControl, RunTimeout } from "../run-table.js";
 import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
 import { type LentMessages, readHistory } from "../store/history.js";
@@ -107,7 +107,18 @@ export async function executeRun(
     );
     const steering =
       run.userMessage === true && ctx.runner.steering === true ? steeringFor(ctx, run, steered) : undefined;
-    const request = runRequest(ctx, run, spec, last, history, entry, control, steering);
+    // A transcript line of a tool call refused under the lane (another gateway took it): the same, at once.
+    const fence =
+      lane === undefined
+        ? undefined
+        : {
+            lease: lane.lease,
+            get signal() {
+              return control.signal;
+            },
+            lost: (lost: LaneLost) => control.abort(lost),
+          };
+    const request = runRequest(ctx, run, spec, last, history, entry, control, steering, fence);
     if (repeat) request.repeat = true;
     const result = await control.race(ctx.runner.run(request));
     run = replyWhereNewestAsked(run, steered);
@@ -202,6 +213,7 @@ function runRequest(
   entry: StoredEntry | undefined,
   control: RunControl,
   steering: (() => Promise<TranscriptMessage[]>) | undefined,
+  lane: RunLane | undefined,
 ): AgentRunRequest {
   let tools: RunnerTool[] | undefined;
   let messages: StoredMessage[] | undefined;
@@ -221,7 +233,7 @@ function runRequest(
     input,
     system: spec.system ?? [],
     get tools() {
-      tools ??= toolContext === null ? [] : ctx.toolsFor(toolContext, run);
+      tools ??= toolContext === null ? [] : ctx.toolsFor(toolContext, run, lane);
       return tools;
     },
     set tools(value) {

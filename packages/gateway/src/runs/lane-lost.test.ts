@@ -1,8 +1,9 @@
 import { eventually } from "@sessions/testing/eventually";
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { createGateway } from "../create-gateway.js";
 import type { Gateway } from "../gateway.js";
-import type { AgentRunner } from "../runner/types.js";
+import type { AgentRunner, RunnerTool } from "../runner/types.js";
 import { createMemoryStore } from "../store/memory.js";
 import type { SessionStore } from "../store/types.js";
 
@@ -297,6 +298,74 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
       "m2",
       "m2 answered",
       "r1 answered again",
+    ]);
+  });
+
+  it("refuses a tool call held up past the lane's lease once another gateway has the lane: the tool does not run", async () => {
+    const shared = createMemoryStore();
+    const link = linkTo(shared);
+    const ran: string[] = [];
+    // The outside world the tool acts on: what it did, and as which attempt.
+    const posted: string[] = [];
+    const post: RunnerTool = {
+      name: "post",
+      description: "posts somewhere outside",
+      parameters: z.object({ text: z.string() }),
+      jsonSchema: { type: "object", properties: { text: { type: "string" } } },
+      async execute(params) {
+        posted.push((params as { text: string }).text);
+        return { ok: true };
+      },
+    };
+    let answer = () => {};
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    // a's first attempt calls the tool once the test lets it, its repeat at once; b just answers.
+    const runner = (gateway: string): AgentRunner => ({
+      async run(request) {
+        const text = String(request.input.content);
+        const again = request.repeat === true ? " (again)" : "";
+        ran.push(`${gateway}:${text}${again}`);
+        if (gateway === "b") return { reply: `${text} answered` };
+        if (!request.repeat) await answered;
+        const tool = request.tools.find((t) => t.name === "post");
+        await tool?.execute({ text: `${text}${again}` });
+        return { reply: `${text} posted${again}` };
+      },
+    });
+    const a = createGateway({ store: link.store, runner: runner("a"), tools: [post], cluster });
+    const b = createGateway({
+      store: shared,
+      runner: runner("b"),
+      cluster: { ...cluster, recoveryIntervalMs: 600_000 },
+    });
+    gateways.push(a, b);
+    await Promise.all([a.ready, b.ready]);
+    await new Promise((resolve) => setTimeout(resolve, 2 * cluster.leaseTtlMs));
+    const first = await a.agent({ sessionKey: "s", message: "r1", idempotencyKey: "k1" });
+    await eventually(() => expect(ran).toEqual(["a:r1"]));
+    // a's runner calls the tool just as a is cut off: the tool call's transcript line is held up in the partition.
+    link.cut();
+    answer();
+    const second = await b.agent({ sessionKey: "s", message: "m2", idempotencyKey: "k2" });
+    expect(await b.agentWait({ runId: second.runId, timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
+    // The partition heals after b took the lane: a's line is refused, and the tool never acts.
+    link.heal();
+    expect(await a.agentWait({ runId: first.runId, timeoutMs: 60_000 })).toMatchObject({
+      status: "ok",
+      reply: "r1 posted (again)",
+    });
+    expect(posted).toEqual(["r1 (again)"]);
+    expect(ran).toEqual(["a:r1", "b:m2", "a:r1 (again)"]);
+    const lines = await shared.readMessages("agent:main:s", { limit: 10 });
+    expect(lines.map((m) => [m.role, m.runId ?? null])).toEqual([
+      ["user", first.runId],
+      ["user", second.runId],
+      ["assistant", second.runId],
+      ["assistant", first.runId],
+      ["toolResult", first.runId],
+      ["assistant", first.runId],
     ]);
   });
 });

@@ -1,5 +1,7 @@
+import type { TranscriptMessage } from "@sessions/core";
 import type {
   EntryRunDelta,
+  LeaseFence,
   RunEndResult,
   RunEndUnit,
   RunRecord,
@@ -7,6 +9,7 @@ import type {
   RunStartUnit,
   SessionStore,
   StoredEntry,
+  StoredMessage,
   StoreOps,
 } from "./types.js";
 
@@ -91,14 +94,45 @@ export async function runStartThrough(
 
 class EndedElsewhere extends Error {}
 
+/**
+ * Whether `fence` still stands: no owner but its own holds the lease. Called inside a unit of work, the read joins
+ * it and holds the lease as it is until the unit ends (a networked store locks the row), so a takeover cannot
+ * commit between this check and the unit's writes.
+ */
+async function fenceStands(store: SessionStore, fence: LeaseFence): Promise<boolean> {
+  const holder = await store.getLease(fence.name);
+  return holder === undefined || holder.owner === fence.owner;
+}
+
+/**
+ * A message appended to a session's transcript by a run in progress (a tool call, its result), fenced by the lane
+ * the run executes under: written only while no other owner holds it and the run has not been stopped (`stopped`,
+ * read after the lease: a run stops at its lane's deadline, before another gateway can take the lane, so a lane
+ * taken and given back meanwhile is caught too); `undefined` when refused (nothing written).
+ */
+export async function appendUnderLane(
+  store: SessionStore,
+  sessionKey: string,
+  message: TranscriptMessage,
+  fence: LeaseFence,
+  stopped?: AbortSignal,
+): Promise<StoredMessage | undefined> {
+  try {
+    return await store.transaction(async (tx) => {
+      if (!(await fenceStands(store, fence)) || stopped?.aborted === true) throw new EndedElsewhere();
+      return tx.appendMessage(sessionKey, message);
+    });
+  } catch (error) {
+    if (error instanceof EndedElsewhere) return undefined;
+    throw error;
+  }
+}
+
 /** {@link recordRunEnd} as store operations inside a unit of work; throws to roll back a fenced-out end. */
 async function runEndThrough(tx: StoreOps, unit: RunEndUnit, store: SessionStore): Promise<RunEndResult> {
   const { run, fence } = unit;
-  // Fenced by its lane: another gateway holds it now (read inside the unit: it joins it).
-  if (fence !== undefined) {
-    const holder = await store.getLease(fence.name);
-    if (holder !== undefined && holder.owner !== fence.owner) throw new EndedElsewhere();
-  }
+  // Fenced by its lane: another gateway holds it now.
+  if (fence !== undefined && !(await fenceStands(store, fence))) throw new EndedElsewhere();
   if (unit.reply !== undefined) await tx.appendMessage(run.sessionKey, unit.reply);
   const entry = await tx.getEntry(run.sessionKey);
   if (entry !== undefined) await tx.putEntry(applyRunDelta(entry, unit.entry));

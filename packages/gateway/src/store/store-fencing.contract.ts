@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { delivery, run } from "./contract-records.js";
-import { recordRunEnd } from "./run-units.js";
+import { appendUnderLane, recordRunEnd } from "./run-units.js";
 import type { SessionStore, StoreChange } from "./types.js";
 
 /**
@@ -144,6 +144,24 @@ export function describeFencingContract(open: () => SessionStore | Promise<Sessi
       await store.putRun(run("r2", { sessionKey: "s", status: "running", owner: "gw-a" }));
       expect(await store.getLease("lane:s")).toBeUndefined();
       expect(await end("r2")).toMatchObject({ ended: true });
+      await store.close();
+    });
+
+    it("appends a run's transcript line under its lane only while no other owner holds the lane", async () => {
+      const store = await open();
+      const fence = { name: "lane:s", owner: "gw-a" };
+      const line = (text: string) => ({ role: "assistant" as const, content: text, ts: 1, runId: "r" });
+      // No holder, or its own (lapsed or not): written, with its sequence number.
+      expect(await appendUnderLane(store, "s", line("first"), fence)).toMatchObject({ seq: 1 });
+      await store.acquireLease({ name: "lane:s", owner: "gw-a", ttlMs: 1000, now: 0 });
+      expect(await appendUnderLane(store, "s", line("second"), fence)).toMatchObject({ seq: 2 });
+      // gw-b took the lapsed lane: refused, nothing written.
+      await store.acquireLease({ name: "lane:s", owner: "gw-b", ttlMs: 60_000, now: 5000 });
+      expect(await appendUnderLane(store, "s", line("late"), fence)).toBeUndefined();
+      const lines = await store.readMessages("s", { limit: 10 });
+      expect(lines.map((m) => m.content)).toEqual(["first", "second"]);
+      const gwB = { name: "lane:s", owner: "gw-b" };
+      expect(await appendUnderLane(store, "s", line("b's"), gwB)).toMatchObject({ seq: 3 });
       await store.close();
     });
 

@@ -333,7 +333,13 @@ export interface RunEndUnit {
    * only while no other owner holds it. An end that arrives after another gateway took the lane (it was held up in
    * a partition past the lease) is refused as a fenced one is (`ended: false`), and nothing of it is written.
    */
-  fence?: { name: string; owner: string } | undefined;
+  fence?: LeaseFence | undefined;
+}
+
+/** A lease as a fencing token: a write carrying it lands only while no other owner holds the lease. */
+export interface LeaseFence {
+  name: string;
+  owner: string;
 }
 
 /** `ended: false`: the run was ended elsewhere (or changed hands), and nothing of this end was written. */
@@ -389,7 +395,11 @@ export interface SessionStore extends StoreOps {
   renewLease(name: string, owner: string, ttlMs: number, now: number): Promise<boolean>;
   /** Gives the lease up; false when `owner` did not hold it. */
   releaseLease(name: string, owner: string): Promise<boolean>;
-  /** A lease's current holder, if any. */
+  /**
+   * A lease's current holder, if any. Inside a unit of work the read joins it, and a store that other processes
+   * write to keeps the lease as read until the unit ends (Postgres: `FOR SHARE`), so that a write fenced by it
+   * cannot be overtaken by a takeover.
+   */
   getLease(name: string): Promise<Lease | undefined>;
   /** Leases whose name starts with `prefix`, by name; lapsed ones not yet taken over are included. */
   listLeases(prefix: string): Promise<Lease[]>;

@@ -1,7 +1,15 @@
-import { parseToolParams, SessionsError, type SessionToolName, sessionTools } from "@sessions/core";
-import type { GatewayContext } from "../context.js";
+import {
+  parseToolParams,
+  SessionsError,
+  type SessionToolName,
+  sessionTools,
+  type TranscriptMessage,
+} from "@sessions/core";
+import type { GatewayContext, RunLane } from "../context.js";
 import type { GatewayTool } from "../gateway.js";
+import { LaneLost } from "../run-table.js";
 import type { ToolCall } from "../runs/cause.js";
+import { appendUnderLane } from "../store/run-units.js";
 import type { RunRecord } from "../store/types.js";
 import { agentsListTool } from "./agents.js";
 import { historyTool } from "./history.js";
@@ -15,15 +23,30 @@ import { allowedToolNames, type ToolContext, toolNotAllowed } from "./tool-conte
  * The tools a run of `tool.requesterKey` gets, bound to it. Inside a run (`runId` set) each call and its result
  * are written to the transcript; a tool that throws answers `{ status: "error" }` instead of failing the run.
  */
-export function buildTools(ctx: GatewayContext, tool: ToolContext, run?: RunRecord): GatewayTool[] {
+export function buildTools(
+  ctx: GatewayContext,
+  tool: ToolContext,
+  run?: RunRecord,
+  lane?: RunLane,
+): GatewayTool[] {
   const runId = run?.runId;
   const allowed = allowedToolNames(ctx, tool);
   const tools: GatewayTool[] = [];
   let counter = 0;
+  // In a cluster each line is fenced by the run's lane: refused (another gateway took the lane), the run is lost
+  // and the tool does not run, so a gateway held up past its lease acts on nothing more.
+  const append = async (message: TranscriptMessage) => {
+    if (lane === undefined) return void (await ctx.store.appendMessage(tool.requesterKey, message));
+    if ((await appendUnderLane(ctx.store, tool.requesterKey, message, lane.lease, lane.signal)) !== undefined)
+      return;
+    const lost = new LaneLost(lane.lease.name, "a tool call came after the run lost the session's lane");
+    lane.lost(lost);
+    throw lost;
+  };
   const record = async (name: string, params: unknown, exec: (call?: ToolCall) => Promise<unknown>) => {
     const toolCallId = `${runId ?? "direct"}:${++counter}`;
     if (runId !== undefined) {
-      await ctx.store.appendMessage(tool.requesterKey, {
+      await append({
         role: "assistant",
         content: [{ type: "tool-call", toolCallId, toolName: name, input: params }],
         ts: ctx.clock.now(),
@@ -44,7 +67,7 @@ export function buildTools(ctx: GatewayContext, tool: ToolContext, run?: RunReco
     }
     if (run !== undefined) ctx.lifecycle.emit("toolReturned", run, call, result, failure);
     if (runId !== undefined) {
-      await ctx.store.appendMessage(tool.requesterKey, {
+      await append({
         role: "toolResult",
         content: [{ type: "tool-result", toolCallId, toolName: name, output: result }],
         ts: ctx.clock.now(),
