@@ -74,6 +74,11 @@ export interface LaneHold {
   readonly lease: { name: string; owner: string };
   /** Aborts (with `LaneLost`) when the lane is lost: the run stops at once, and writes nothing under it. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Asked as the run's end is written: true when the lane passes to the next run of the session waiting here (the
+   * end then keeps the lease, and that run executes under it without a round trip); false: the end gives it up.
+   */
+  passOn?(): boolean;
   released(): void;
 }
 

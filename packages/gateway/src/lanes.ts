@@ -3,12 +3,21 @@ const RESOLVED = Promise.resolve();
 /** Runs tasks one at a time per key (a session's lane); tasks for other keys run concurrently. */
 export class Lanes {
   private readonly tails = new Map<string, Promise<void>>();
+  /** Per key, the tasks running or waiting that are runs (`run`'s `isRun`). */
+  private readonly runs = new Map<string, number>();
 
-  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+  /** `isRun`: the task is a run of the session (in a cluster it takes the session's lane first thing). */
+  run<T>(key: string, task: () => Promise<T>, isRun = false): Promise<T> {
     const previous = this.tails.get(key) ?? RESOLVED;
+    if (isRun) this.runs.set(key, (this.runs.get(key) ?? 0) + 1);
     const result = previous.then(task, task);
     // The lane is free again once this task has settled, unless another one queued behind it meanwhile.
     const settled = () => {
+      if (isRun) {
+        const left = (this.runs.get(key) ?? 1) - 1;
+        if (left === 0) this.runs.delete(key);
+        else this.runs.set(key, left);
+      }
       if (this.tails.get(key) === tail) this.tails.delete(key);
     };
     const tail: Promise<void> = result.then(settled, settled);
@@ -19,6 +28,11 @@ export class Lanes {
   /** True when nothing runs or waits on `key`: a task added now starts at once. */
   isIdle(key: string): boolean {
     return !this.tails.has(key);
+  }
+
+  /** How many runs of `key` are running or waiting here (the one running included). */
+  runsOf(key: string): number {
+    return this.runs.get(key) ?? 0;
   }
 
   get size(): number {

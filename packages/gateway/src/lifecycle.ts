@@ -1,5 +1,5 @@
 import type { Logger } from "@sessions/core";
-import type { DeliveryRecord, RunRecord } from "./store/types.js";
+import type { DeliveryRecord, RunRecord, StoredEntry } from "./store/types.js";
 
 /** A run as it is about to be recorded: its id is chosen as it is written. */
 export type RunDraft = Omit<RunRecord, "runId" | "inputSeq" | "idempotencyKey">;
@@ -46,8 +46,11 @@ export interface LifecycleHooks {
   recording(run: RunDraft): void;
   /** The start recorded nothing new (a repeated idempotency key, or a failed write): undo what `recording` began. */
   declined(run: RunDraft): void;
-  /** The run is recorded (queued or running), before it can emit any event. */
-  accepted(run: RunRecord): void;
+  /**
+   * The run is recorded (queued or running), before it can emit any event. `entry`: its session's entry as the
+   * start's unit of work read it (undefined when the session has none, or the start did not read it).
+   */
+  accepted(run: RunRecord, entry?: StoredEntry): void;
   /**
    * A run taken over from a gateway that lost the store mid-run is queued here to run again (`runs/recovery.ts`).
    * Not `accepted` again: its request was accepted once, where it was recorded.

@@ -1,4 +1,5 @@
 import { Lanes, Semaphore } from "./lanes.js";
+import { Handovers } from "./runs/handover.js";
 import type { GuardRecord, RunRecord, RunUsage } from "./store/types.js";
 
 /**
@@ -103,6 +104,8 @@ export class BudgetDeadline extends RunTimeout {
  */
 export class RunTable {
   readonly lanes = new Lanes();
+  /** The runs waiting on each session's lane here, and what each run's end hands the next one. */
+  readonly handovers = new Handovers();
   readonly subagentSlots: Semaphore;
   private readonly active = new Map<string, RunControl>();
   private readonly waiters = new Map<string, Set<(run: RunRecord) => void>>();

@@ -44,6 +44,8 @@ type EndRow = {
   delivery_data: string | null;
   delivery_lease_owner: string | null;
   delivery_lease_until: string | null;
+  entry_data: string | null;
+  next_started: boolean | null;
 };
 
 /** The SQL types of `run_start`'s parameters after the lock space, in order. */
@@ -86,6 +88,8 @@ const END_TYPES = [
   "bigint",
   "text",
   "bigint",
+  "text",
+  "text",
   "text",
   "text",
   "text",
@@ -181,6 +185,8 @@ function endParams(unit: RunEndUnit): unknown[] {
     unit.releaseLease?.owner ?? null,
     unit.fence?.name ?? null,
     unit.fence?.owner ?? null,
+    unit.next?.runId ?? null,
+    unit.next === undefined ? null : JSON.stringify(unit.next),
   ];
 }
 
@@ -207,7 +213,19 @@ function endResult(unit: RunEndUnit, row: EndRow | undefined): Done<RunEndResult
     }
   }
   changes.push({ type: "run", runId: run.runId, sessionKey: run.sessionKey, status: run.status });
-  return { result: { ended: true, delivery: recorded }, changes };
+  const { next } = unit;
+  if (next !== undefined && row.next_started === true)
+    changes.push({ type: "run", runId: next.runId, sessionKey: next.sessionKey, status: next.status });
+  const entry = row.entry_data === null ? undefined : (JSON.parse(row.entry_data) as StoredEntry);
+  return {
+    result: {
+      ended: true,
+      delivery: recorded,
+      entry,
+      ...(next === undefined ? {} : { nextStarted: row.next_started === true }),
+    },
+    changes,
+  };
 }
 
 /** `SELECT * FROM fn($1, …)`: one unit. */

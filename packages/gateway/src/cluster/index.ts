@@ -46,6 +46,7 @@ export function startCluster(
     contact,
     closed: () => ctx.tasks.closed,
     logger: ctx.logger,
+    runsHere: (sessionKey) => ctx.runs.lanes.runsOf(sessionKey),
   });
   const unwatchLanes = ctx.store.watch((change) => {
     if (change.type === "run" && isFinal(change.status)) lanes.wake(change.sessionKey);
@@ -97,6 +98,7 @@ export function startCluster(
       unlistenAborts();
       relay.stop();
       await pass;
+      await lanes.releaseKept();
     },
   };
 }

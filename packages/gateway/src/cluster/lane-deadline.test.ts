@@ -38,6 +38,7 @@ function gateway(store: SessionStore, clock: ManualClock, owner: string) {
     contact,
     closed: () => false,
     logger: silentLogger,
+    runsHere: () => 1,
   });
   return { lanes, contact };
 }

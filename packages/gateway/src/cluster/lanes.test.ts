@@ -18,6 +18,7 @@ const lanesOf = (store: SessionStore, clock: Clock, owner: string, closed: () =>
     contact: new StoreContact(clock, settings),
     closed,
     logger: silentLogger,
+    runsHere: () => 1,
   });
 
 describe("cluster lanes: exclusive leases", () => {

@@ -10,6 +10,11 @@ import type { StoreContact } from "./store-contact.js";
 
 const POLL_MIN_MS = 20;
 const POLL_MAX_MS = 500;
+/**
+ * At most this many runs of one session in a row under one tenure of its lane: then the lane is given back with a
+ * run's end and taken again, so other gateways' runs of the session get their turn.
+ */
+export const TENURE_RUNS = 64;
 
 export const laneLeaseName = (sessionKey: string) => `lane:${sessionKey}`;
 
@@ -27,8 +32,12 @@ export function createClusterLanes(deps: {
   contact: StoreContact;
   closed: () => boolean;
   logger: Logger;
+  /** How many runs of the session run or wait on this gateway's own lane (the one running included). */
+  runsHere: (sessionKey: string) => number;
 }) {
   const { store, clock, owner, settings, logger, contact } = deps;
+  /** Lanes kept with a run's end for the next run of the session here, by lease name (see `run`). */
+  const kept = new Map<string, { held: ReturnType<typeof hold>; runs: number }>();
   /** When each lease this gateway asked for with a run's start was asked for (monotonic): what its tenure counts from. */
   const askedAt = new WeakMap<AcquireLease, number>();
   const sleepers = new Map<string, Set<() => void>>();
@@ -194,25 +203,45 @@ export function createClusterLanes(deps: {
       taken?: AcquireLease,
     ): Promise<T> {
       const name = laneLeaseName(sessionKey);
-      const takenAt =
-        taken === undefined
-          ? await acquire(name, sessionKey)
-          : (askedAt.get(taken) ?? monotonicNow(clock) - Math.max(0, clock.now() - taken.now));
-      if (takenAt === "closed") return task();
+      // The run before it here kept the lane for it: the tenure goes on (its renewals too), no round trip.
+      let tenure = kept.get(name);
+      kept.delete(name);
+      if (tenure?.held.signal.aborted) tenure = undefined;
+      let held: ReturnType<typeof hold>;
+      let runs = 1;
+      if (tenure !== undefined) {
+        held = tenure.held;
+        runs = tenure.runs + 1;
+      } else {
+        const takenAt =
+          taken === undefined
+            ? await acquire(name, sessionKey)
+            : (askedAt.get(taken) ?? monotonicNow(clock) - Math.max(0, clock.now() - taken.now));
+        if (takenAt === "closed") return task();
+        held = hold(name, takenAt);
+      }
       let released = false;
-      const held = hold(name, takenAt);
+      let passed = false;
       try {
         return await task({
           lease: { name, owner },
           signal: held.signal,
+          passOn: () => {
+            passed =
+              !held.signal.aborted && !deps.closed() && runs < TENURE_RUNS && deps.runsHere(sessionKey) > 1;
+            return passed;
+          },
           released: () => {
             released = true;
             held.stop();
           },
         });
       } finally {
-        held.stop();
-        if (!released) await store.releaseLease(name, owner).catch(() => false);
+        if (passed && !released && !held.signal.aborted) kept.set(name, { held, runs });
+        else {
+          held.stop();
+          if (!released) await store.releaseLease(name, owner).catch(() => false);
+        }
       }
     },
     /**
@@ -227,6 +256,15 @@ export function createClusterLanes(deps: {
       try {
         return await task();
       } finally {
+        held.stop();
+        await store.releaseLease(name, owner).catch(() => false);
+      }
+    },
+    /** Gives back the lanes kept for a next run that never came to take them (the gateway stopping). */
+    async releaseKept(): Promise<void> {
+      const left = [...kept.entries()];
+      kept.clear();
+      for (const [name, { held }] of left) {
         held.stop();
         await store.releaseLease(name, owner).catch(() => false);
       }

@@ -33,20 +33,13 @@ export async function executeRun(
   repeat = false,
 ): Promise<RunRecord> {
   const { store, clock } = ctx;
+  ctx.runs.handovers.leave(queued);
+  // The end of the run before it here recorded it as started, and read the session's entry for it.
+  const handed = queued.status === "queued" ? ctx.runs.handovers.take(queued.runId) : undefined;
+  if (handed !== undefined) known = { entry: handed.entry };
   const release = spec.subagentSlot ? await ctx.runs.subagentSlots.acquire() : undefined;
   let timer: unknown;
-  const startedAt = queued.startedAt ?? clock.now();
-  let run: RunRecord = { ...queued, status: "running", startedAt };
-  // A tree's clock starts with its first run: a root that waited for its session's lane moves its deadline on by
-  // the wait (written with its start; its children copy the budget from it).
-  const budget = queued.budget;
-  if (
-    !repeat &&
-    queued.status === "queued" &&
-    queued.rootRunId === undefined &&
-    budget?.deadlineAt !== undefined
-  )
-    run.budget = { ...budget, deadlineAt: budget.deadlineAt + Math.max(0, startedAt - queued.createdAt) };
+  let run: RunRecord = handed?.run ?? startedRecord(queued, clock.now(), repeat);
   let usage: RunUsage | undefined;
   // Set when someone else ended the run before it started: its waiters here learn of it all the same.
   let ended: RunRecord | undefined;
@@ -67,7 +60,7 @@ export async function executeRun(
     if (lane?.signal?.aborted) throw lane.signal.reason;
     if (ctx.tasks.closed) throw new SessionsError("unavailable", "gateway closed before the run started");
     if (control.aborted) throw control.reason;
-    if (queued.status === "queued") {
+    if (queued.status === "queued" && handed === undefined) {
       // It waited behind another run: it starts only if it is still queued and this gateway's, in one fenced
       // write, since recovery on another gateway may have ended it or taken it over meanwhile.
       if (!(await stored(() => store.endRun(run, ctx.owner)))) {
@@ -79,8 +72,8 @@ export async function executeRun(
         // Its record is gone: it runs all the same, as it was asked to.
         await stored(() => store.putRun(run));
       }
-      ctx.runs.update(run);
     }
+    if (queued.status === "queued") ctx.runs.update(run);
     emitStart(ctx, run);
     ctx.lifecycle.emit("started", run);
     const stop = stopAt(spec.timeoutMs, run.budget?.deadlineAt, clock.now());
@@ -173,6 +166,25 @@ export async function executeRun(
   ctx.runs.settle(run);
   // A discarded end leaves the run's follow-up work to the gateway that recovered it.
   ctx.lifecycle.emit("ended", run, !discarded.has(run));
+  return run;
+}
+
+/**
+ * `queued` as it starts executing at `now`: running, with its start time. A tree's clock starts with its first run:
+ * a root that waited for its session's lane moves its deadline on by the wait (written with its start; its children
+ * copy the budget from it); a `repeat` does not move it again.
+ */
+function startedRecord(queued: RunRecord, now: number, repeat: boolean): RunRecord {
+  const startedAt = queued.startedAt ?? now;
+  const run: RunRecord = { ...queued, status: "running", startedAt };
+  const budget = queued.budget;
+  if (
+    !repeat &&
+    queued.status === "queued" &&
+    queued.rootRunId === undefined &&
+    budget?.deadlineAt !== undefined
+  )
+    run.budget = { ...budget, deadlineAt: budget.deadlineAt + Math.max(0, startedAt - queued.createdAt) };
   return run;
 }
 
@@ -282,6 +294,13 @@ async function recordEnd(
           text,
         })
       : undefined;
+  const passOn = lane?.passOn?.() === true;
+  // The next run of the session here starts with this end, when the lane goes to it (in a cluster: passed on).
+  const waiting = ctx.runs.handovers.next(run.sessionKey, run.runId);
+  const next =
+    waiting !== undefined && waiting.status === "queued" && (lane === undefined || passOn)
+      ? startedRecord(waiting, now, false)
+      : undefined;
   try {
     const unit = {
       run,
@@ -295,7 +314,10 @@ async function recordEnd(
         ...(run.status === "aborted" ? { abortedLastRun: true } : {}),
       },
       ...(delivery === undefined ? {} : { delivery }),
-      ...(lane === undefined ? {} : { releaseLease: lane.lease, fence: lane.lease }),
+      // The lane goes with the end, unless the next run of the session waits here: it keeps it (no round trip).
+      ...(lane === undefined ? {} : { fence: lane.lease }),
+      ...(lane === undefined || passOn ? {} : { releaseLease: lane.lease }),
+      ...(next === undefined ? {} : { next }),
     };
     // The runner has answered: its end is recorded once the store is back (a database restarting), and the run's
     // waiters wait for that rather than hear of a failure that did not happen.
@@ -311,7 +333,8 @@ async function recordEnd(
         );
       return discardEnd(ctx, run, stored);
     }
-    lane?.released();
+    if (!passOn) lane?.released();
+    if (next !== undefined && ended.nextStarted === true) ctx.runs.handovers.hand(next, ended.entry);
     if (ended.delivery !== undefined) ctx.outbox.committed(ended.delivery);
     if (ctx.listening?.() !== false)
       ctx.emit({ type: "sessions.changed", key: run.sessionKey, reason: "updated" });

@@ -1,6 +1,6 @@
 import type { GatewayContext } from "../context.js";
 import type { LifecycleHooks } from "../lifecycle.js";
-import type { RunRecord } from "../store/types.js";
+import type { RunRecord, StoredEntry } from "../store/types.js";
 import { abortRun } from "./abort.js";
 import { sessionQueueMode } from "./queue-modes.js";
 
@@ -11,10 +11,10 @@ import { sessionQueueMode } from "./queue-modes.js";
  */
 export function followInterrupts(ctx: GatewayContext): Partial<LifecycleHooks> {
   return {
-    accepted(run) {
+    accepted(run, entry) {
       if (run.status !== "queued" || run.userMessage !== true) return;
       ctx.tasks.track(
-        interrupt(ctx, run).catch((error: unknown) =>
+        interrupt(ctx, run, entry).catch((error: unknown) =>
           ctx.logger.warn("could not interrupt the running run", { runId: run.runId, error: String(error) }),
         ),
       );
@@ -26,8 +26,9 @@ export function followInterrupts(ctx: GatewayContext): Partial<LifecycleHooks> {
  * Aborts the running runs of `arrived`'s session that answer an older user's message, while `arrived` still waits:
  * once a run has taken it (or it started), that run answers it and must not be aborted on its behalf.
  */
-async function interrupt(ctx: GatewayContext, arrived: RunRecord): Promise<void> {
-  const entry = await ctx.store.getEntry(arrived.sessionKey);
+async function interrupt(ctx: GatewayContext, arrived: RunRecord, known?: StoredEntry): Promise<void> {
+  // The entry the run's start read: a session patched since then to `interrupt` is seen by the next message.
+  const entry = known ?? (await ctx.store.getEntry(arrived.sessionKey));
   if (sessionQueueMode(ctx, arrived.sessionKey, entry) !== "interrupt") return;
   const active = (await ctx.store.listRunsByStatus(["queued", "running"])).filter(
     (run) => run.sessionKey === arrived.sessionKey,

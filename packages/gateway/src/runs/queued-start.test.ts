@@ -14,29 +14,31 @@ import { messageText } from "../transcript.js";
 afterAll(cleanupDirs);
 
 /**
- * The store as a gateway sharing it sees it: right after this gateway's first read or write of `runId` once
- * `armed`, another gateway's recovery ends that run (as it does: status error, owner unchanged).
+ * The store as a gateway sharing it sees it: once `armed`, right after the call of this gateway that took `runId`
+ * out of the queue (its own start, or the end of the run before it starting it), another gateway's recovery ends
+ * that run (as it does: status error, owner unchanged).
  */
 function withRecoveryRacing(store: SessionStore, state: { armed: boolean; runId?: string }): SessionStore {
-  const raceAfter = async <T>(runId: string, call: Promise<T>): Promise<T> => {
+  const raceAfter = async <T>(call: Promise<T>): Promise<T> => {
     const result = await call;
-    if (state.armed && runId === state.runId) {
+    const runId = state.runId;
+    if (!state.armed || runId === undefined) return result;
+    const stored = await store.getRun(runId);
+    if (stored?.status === "running") {
       state.armed = false;
-      const stored = await store.getRun(runId);
-      if (stored !== undefined) {
-        await store.putRun({ ...stored, status: "error", error: "gateway restarted", endedAt: Date.now() });
-      }
+      await store.putRun({ ...stored, status: "error", error: "gateway restarted", endedAt: Date.now() });
     }
     return result;
   };
   return new Proxy(store, {
     get(target, property, receiver) {
-      if (property === "getRun") return (runId: string) => raceAfter(runId, target.getRun(runId));
-      if (property === "endRun") {
-        return (run: Parameters<SessionStore["endRun"]>[0], owner: string | undefined) =>
-          raceAfter(run.runId, target.endRun(run, owner));
-      }
-      return Reflect.get(target, property, receiver);
+      const value = Reflect.get(target, property, receiver);
+      if (
+        !["endRun", "recordRunEnd", "transaction"].includes(String(property)) ||
+        typeof value !== "function"
+      )
+        return value;
+      return (...args: unknown[]) => raceAfter(value.apply(target, args));
     },
   });
 }
@@ -48,7 +50,7 @@ describe.each(STORE_KINDS)("a queued run on the %s store", (kind) => {
     h = undefined;
   });
 
-  it("does not start once another gateway's recovery ended it as it left the queue", async () => {
+  it("records nothing once another gateway's recovery ended it as it left the queue", async () => {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;

@@ -98,7 +98,7 @@ function claimLane(ctx: GatewayContext, spec: RunSpec): LaneSlot | undefined {
   const filled = new Promise<(() => Promise<unknown>) | undefined>((resolve) => {
     fill = resolve;
   });
-  ctx.tasks.track(ctx.runs.lanes.run(key, async () => (await filled)?.()));
+  ctx.tasks.track(ctx.runs.lanes.run(key, async () => (await filled)?.(), true));
   return {
     lease: ctx.cluster?.laneLease(key),
     taken: false,
@@ -200,7 +200,10 @@ function schedule(
   resumed?: "resumed" | "repeat",
 ): void {
   const control = ctx.runs.register(run);
-  ctx.lifecycle.emit(resumed === undefined ? "accepted" : "resumed", run);
+  // Waiting on the lane here: the end of the run before it may start it (not a sub-agent's: it waits for a slot).
+  if (resumed === undefined && !spec.subagentSlot) ctx.runs.handovers.queue(run);
+  if (resumed === undefined) ctx.lifecycle.emit("accepted", run, entry);
+  else ctx.lifecycle.emit("resumed", run);
   // Recorded running: nothing of the session ran between its start and now, here or (lane taken) elsewhere.
   const known = run.status === "running" ? { entry } : undefined;
   const execute = (lane?: LaneHold) =>
@@ -241,5 +244,5 @@ function schedule(
           }
         };
   if (slot !== undefined) slot.fill(task);
-  else ctx.tasks.track(ctx.runs.lanes.run(spec.sessionKey, task));
+  else ctx.tasks.track(ctx.runs.lanes.run(spec.sessionKey, task, true));
 }

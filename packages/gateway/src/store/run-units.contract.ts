@@ -232,19 +232,18 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
         entry: delta,
         delivery: queued,
       });
-      expect(ended).toEqual({ ended: true, delivery: { record: queued, created: true } });
+      const expected = entry(KEY, 60, {
+        inputTokens: 8,
+        outputTokens: 4,
+        abortedLastRun: false,
+        systemSent: true,
+        label: `l${NUL}`,
+      });
+      // It answers the entry as it left it.
+      expect(ended).toEqual({ ended: true, delivery: { record: queued, created: true }, entry: expected });
       expect(await store.getRun("r1")).toEqual(final);
       expect(await store.readMessages(KEY, { limit: 10 })).toEqual([{ ...reply, seq: 1 }]);
-      const after = await store.getEntry(KEY);
-      expect(after).toEqual(
-        entry(KEY, 60, {
-          inputTokens: 8,
-          outputTokens: 4,
-          abortedLastRun: false,
-          systemSent: true,
-          label: `l${NUL}`,
-        }),
-      );
+      expect(await store.getEntry(KEY)).toEqual(expected);
       expect(await store.getDelivery("d1")).toEqual(queued);
       await store.close();
     });
@@ -272,6 +271,7 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
           expect(await recordRunEnd(store, { run: final, owner: "gw", entry: delta })).toEqual({
             ended: true,
             delivery: undefined,
+            entry: applyRunDelta(start, delta),
           });
           expect({ start, delta, entry: await store.getEntry(KEY) }).toEqual({
             start,
@@ -280,6 +280,37 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
           });
         }
       }
+      await store.close();
+    });
+
+    it("end: starts the next run of the session with it, only while that one is still queued and the owner's", async () => {
+      const store = await open();
+      await store.putEntry(entry(KEY, 1));
+      const end = (runId: string, next: string) =>
+        recordRunEnd(store, {
+          run: run(runId, { sessionKey: KEY, status: "ok", owner: "gw", endedAt: 9 }),
+          owner: "gw",
+          entry: { updatedAt: 9 },
+          next: run(next, { sessionKey: KEY, status: "running", owner: "gw", startedAt: 9 }),
+        });
+      await store.putRun(run("r1", { sessionKey: KEY, status: "running", owner: "gw" }));
+      await store.putRun(run("r2", { sessionKey: KEY, status: "queued", owner: "gw" }));
+      expect(await end("r1", "r2")).toMatchObject({ ended: true, nextStarted: true, entry: entry(KEY, 9) });
+      expect(await store.getRun("r2")).toEqual(
+        run("r2", { sessionKey: KEY, status: "running", owner: "gw", startedAt: 9 }),
+      );
+      // Ended meanwhile (merged into another run, aborted), or another gateway's: left as it is.
+      await store.putRun(run("r3", { sessionKey: KEY, status: "ok", owner: "gw" }));
+      expect(await end("r2", "r3")).toMatchObject({ ended: true, nextStarted: false });
+      expect((await store.getRun("r3"))?.status).toBe("ok");
+      await store.putRun(run("r4", { sessionKey: KEY, status: "running", owner: "gw" }));
+      await store.putRun(run("r5", { sessionKey: KEY, status: "queued", owner: "gw-other" }));
+      expect(await end("r4", "r5")).toMatchObject({ ended: true, nextStarted: false });
+      expect(await store.getRun("r5")).toMatchObject({ status: "queued", owner: "gw-other" });
+      // An end refused starts nothing.
+      await store.putRun(run("r6", { sessionKey: KEY, status: "queued", owner: "gw" }));
+      expect(await end("r1", "r6")).toEqual({ ended: false });
+      expect((await store.getRun("r6"))?.status).toBe("queued");
       await store.close();
     });
 

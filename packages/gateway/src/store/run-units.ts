@@ -134,12 +134,23 @@ async function runEndThrough(tx: StoreOps, unit: RunEndUnit, store: SessionStore
   // Fenced by its lane: another gateway holds it now.
   if (fence !== undefined && !(await fenceStands(store, fence))) throw new EndedElsewhere();
   if (unit.reply !== undefined) await tx.appendMessage(run.sessionKey, unit.reply);
-  const entry = await tx.getEntry(run.sessionKey);
-  if (entry !== undefined) await tx.putEntry(applyRunDelta(entry, unit.entry));
+  const stored = await tx.getEntry(run.sessionKey);
+  const entry = stored === undefined ? undefined : applyRunDelta(stored, unit.entry);
+  if (entry !== undefined) await tx.putEntry(entry);
   const delivery = unit.delivery === undefined ? undefined : await tx.enqueueDelivery(unit.delivery);
   // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is undone.
   if (!(await tx.endRun(run, unit.owner))) throw new EndedElsewhere();
-  return { ended: true, delivery };
+  // The next run starts with it, fenced as its own start would be: still queued, and the owner's.
+  const next = unit.next;
+  const nextStarted = next === undefined ? undefined : await startQueued(tx, next, unit.owner);
+  return { ended: true, delivery, entry, ...(nextStarted === undefined ? {} : { nextStarted }) };
+}
+
+/** Records `run` (as it starts: `running`) only while its record is still `queued` and `owner`'s. */
+async function startQueued(tx: StoreOps, run: RunRecord, owner: string | undefined): Promise<boolean> {
+  const current = await tx.getRun(run.runId);
+  if (current?.status !== "queued" || current.owner !== owner) return false;
+  return tx.endRun(run, owner);
 }
 
 /** The session entry after a run's end (a copy). */

@@ -334,6 +334,12 @@ export interface RunEndUnit {
    * a partition past the lease) is refused as a fenced one is (`ended: false`), and nothing of it is written.
    */
   fence?: LeaseFence | undefined;
+  /**
+   * The next run of the session, queued behind this one on the same gateway, as it starts (`running`): recorded in
+   * the same unit, only while it is still `queued` and `owner`'s (as `endRun` would), so that the lane passes to it
+   * without a write of its own. `nextStarted` in the result says whether it was.
+   */
+  next?: RunRecord | undefined;
 }
 
 /** A lease as a fencing token: a write carrying it lands only while no other owner holds the lease. */
@@ -344,7 +350,14 @@ export interface LeaseFence {
 
 /** `ended: false`: the run was ended elsewhere (or changed hands), and nothing of this end was written. */
 export type RunEndResult =
-  | { ended: true; delivery?: { record: DeliveryRecord; created: boolean } | undefined }
+  | {
+      ended: true;
+      delivery?: { record: DeliveryRecord; created: boolean } | undefined;
+      /** The session's entry as the end left it (undefined: the session has none, or the store did not say). */
+      entry?: StoredEntry | undefined;
+      /** Whether `next` was recorded as started (false: it was no longer queued, or not the owner's). */
+      nextStarted?: boolean | undefined;
+    }
   | { ended: false };
 
 /**

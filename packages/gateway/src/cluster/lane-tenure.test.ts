@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createGateway } from "../create-gateway.js";
+import type { Gateway } from "../gateway.js";
+import type { AgentRunner } from "../runner/types.js";
+import { createMemoryStore } from "../store/memory.js";
+import type { SessionStore } from "../store/types.js";
+import { TENURE_RUNS } from "./lanes.js";
+
+const gateways: Gateway[] = [];
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close({ drainMs: 0 })));
+});
+
+/**
+ * `store`, counting the lane lease calls that reach it and the runs started or ended by a write of their own (what
+ * each costs a networked store: a round trip).
+ */
+function counting(store: SessionStore) {
+  const calls: string[] = [];
+  const counted = new Proxy(store, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== "function") return value;
+      if (key === "acquireLease")
+        return (input: { name: string }) => {
+          if (input.name.startsWith("lane:")) calls.push("acquire");
+          return value.call(target, input);
+        };
+      if (key === "endRun")
+        return (...args: Parameters<SessionStore["endRun"]>) => {
+          calls.push("start or end of a run on its own");
+          return value.apply(target, args);
+        };
+      if (key === "releaseLease")
+        return (name: string, owner: string) => {
+          if (name.startsWith("lane:")) calls.push("release");
+          return value.call(target, name, owner);
+        };
+      return value.bind(target);
+    },
+  });
+  return { store: counted, calls };
+}
+
+/** A runner that records the order runs executed in and whether two ever ran at once. */
+function orderedRunner() {
+  const order: string[] = [];
+  let running = 0;
+  let overlapped = false;
+  const runner: AgentRunner = {
+    async run(request) {
+      running++;
+      if (running > 1) overlapped = true;
+      order.push(String(request.input.content));
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      running--;
+      return { reply: `re: ${String(request.input.content)}` };
+    },
+  };
+  return { runner, order, overlapped: () => overlapped };
+}
+
+async function backlog(gateway: Gateway, count: number, prefix = "m") {
+  const accepted = [];
+  for (let i = 0; i < count; i++)
+    accepted.push(
+      await gateway.agent({ sessionKey: "s", message: `${prefix}${i}`, idempotencyKey: `${prefix}${i}` }),
+    );
+  return Promise.all(accepted.map(({ runId }) => gateway.agentWait({ runId, timeoutMs: 60_000 })));
+}
+
+describe("a gateway holding a session's lane with runs of the session queued behind", () => {
+  it("runs them in order under one tenure of the lane: taken once, given back with the last run's end, each run started by the end before it", async () => {
+    const { store, calls } = counting(createMemoryStore());
+    const { runner, order, overlapped } = orderedRunner();
+    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
+    gateways.push(gateway);
+    await gateway.ready;
+    const ended = await backlog(gateway, 20);
+    expect(ended.map((run) => run.status)).toEqual(Array(20).fill("ok"));
+    expect(order).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`));
+    expect(overlapped()).toBe(false);
+    expect(calls).toEqual(["acquire", "release"]);
+    expect(await store.getLease("lane:agent:main:s")).toBeUndefined();
+    const history = await store.readMessages("agent:main:s", { limit: 100 });
+    expect(history.filter((m) => m.role === "assistant")).toHaveLength(20);
+  });
+
+  it(`gives the lane back after ${TENURE_RUNS} runs in a row, so other gateways get their turn`, async () => {
+    const { store, calls } = counting(createMemoryStore());
+    const { runner, order } = orderedRunner();
+    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
+    gateways.push(gateway);
+    await gateway.ready;
+    const count = TENURE_RUNS + 6;
+    const ended = await backlog(gateway, count);
+    expect(ended.every((run) => run.status === "ok")).toBe(true);
+    expect(order).toEqual(Array.from({ length: count }, (_, i) => `m${i}`));
+    // The run after the cap takes the lane again and starts itself; the rest start with the end before them.
+    expect(calls).toEqual(["acquire", "release", "acquire", "start or end of a run on its own", "release"]);
+  });
+
+  it("keeps one run at a time across gateways: another gateway's runs of the session wait for the tenure's end", async () => {
+    const shared = createMemoryStore();
+    const witness = orderedRunner();
+    const a = createGateway({ store: shared, runner: witness.runner, cluster: { leaseTtlMs: 15_000 } });
+    const b = createGateway({ store: shared, runner: witness.runner, cluster: { leaseTtlMs: 15_000 } });
+    gateways.push(a, b);
+    await Promise.all([a.ready, b.ready]);
+    const [onA, onB] = await Promise.all([backlog(a, 10, "a"), backlog(b, 10, "b")]);
+    expect([...onA, ...onB].every((run) => run.status === "ok")).toBe(true);
+    expect(witness.overlapped()).toBe(false);
+    // Each gateway's runs in the order it accepted them.
+    expect(witness.order.filter((m) => m.startsWith("a"))).toEqual(
+      Array.from({ length: 10 }, (_, i) => `a${i}`),
+    );
+    expect(witness.order.filter((m) => m.startsWith("b"))).toEqual(
+      Array.from({ length: 10 }, (_, i) => `b${i}`),
+    );
+  });
+});
