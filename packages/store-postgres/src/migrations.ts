@@ -355,7 +355,8 @@ $$;
 // two more parameters, the next run's id and its record as it starts. After migration 5's run_end, and only when that
 // ended the run, the next run is recorded as started while it is still queued and the fence owner's (as its own
 // start would be, fenced the same way); the end also answers the session's entry as it left it, so the next run
-// reads neither. An overload again, for rolling upgrades.
+// reads neither, and the reply's sequence number, so the gateway knows its transcript's tail. An overload again,
+// for rolling upgrades.
 const VERSION_6 = (s: string) => `
 CREATE FUNCTION ${s}.run_end(
   space text, p_key text, p_run_id text, p_fence_owner text, p_status text, p_follow_up boolean, p_owner text,
@@ -364,7 +365,8 @@ CREATE FUNCTION ${s}.run_end(
   p_delivery_lease_owner text, p_delivery_lease_until bigint, p_delivery text, p_lease_name text, p_lease_owner text,
   p_lane_name text, p_lane_owner text, p_next_run_id text, p_next_run text,
   OUT declined boolean, OUT ended boolean, OUT entry_put boolean, OUT delivery_created boolean, OUT delivery_data text,
-  OUT delivery_lease_owner text, OUT delivery_lease_until bigint, OUT entry_data text, OUT next_started boolean
+  OUT delivery_lease_owner text, OUT delivery_lease_until bigint, OUT entry_data text, OUT next_started boolean,
+  OUT reply_seq bigint
 ) LANGUAGE plpgsql AS $$
 BEGIN
   SELECT r.declined, r.ended, r.entry_put, r.delivery_created, r.delivery_data, r.delivery_lease_owner,
@@ -380,6 +382,10 @@ BEGIN
   END IF;
   IF entry_put THEN
     SELECT e.data INTO entry_data FROM ${s}.entries e WHERE e.key = p_key;
+  END IF;
+  IF p_reply IS NOT NULL THEN
+    -- The session's lock is held: the counter is the reply's sequence number.
+    SELECT t.last_seq INTO reply_seq FROM ${s}.transcripts t WHERE t.session_key = p_key;
   END IF;
   IF p_next_run_id IS NOT NULL THEN
     PERFORM ${s}.lock_record(space, 'r:' || p_next_run_id);

@@ -12,6 +12,7 @@ import type {
   SubagentStatus,
   ThreadBindingRecord,
 } from "@sessions/gateway";
+import type { KnownTails } from "./known-tails.js";
 import { deliveriesQuery, entriesQuery, subagentsQuery } from "./lists.js";
 import { createSearchOperations } from "./search.js";
 import type { Db } from "./units.js";
@@ -70,7 +71,8 @@ export const ATOMIC_OPS = new Set([
  * The store's operations as SQL on the tables of schema `s` (quoted). Each takes the `Db` it runs on: a unit's
  * connection (then reads and writes of one record take that record's lock) or the pool.
  */
-export function createOperations(s: string) {
+/** `tails`: what this process knows of each transcript's newest messages (fed with commits, read for windows). */
+export function createOperations(s: string, tails: KnownTails) {
   const search = createSearchOperations(s);
   const deliveryColumns = "data, lease_owner, lease_until";
   const deliveryParams = (r: DeliveryRecord) => [
@@ -129,12 +131,16 @@ export function createOperations(s: string) {
     async deleteEntry(db: Db, key: string, options?: { transcript?: boolean | undefined }): Promise<boolean> {
       await db.lock(lockName.session(key));
       const deleted = await db.query(`DELETE FROM ${s}.entries WHERE key = $1`, [key]);
+      let transcript = false;
       if (options?.transcript !== false) {
         await db.query(`DELETE FROM ${s}.messages WHERE session_key = $1`, [key]);
-        await db.query(`DELETE FROM ${s}.transcripts WHERE session_key = $1`, [key]);
+        const counter = await db.query(`DELETE FROM ${s}.transcripts WHERE session_key = $1`, [key]);
+        transcript = (counter.rowCount ?? 0) > 0;
       }
       const existed = (deleted.rowCount ?? 0) > 0;
-      if (existed) db.emit({ type: "entry", key, op: "delete" });
+      // Announced for a transcript without an entry too: its sequence starts again at 1, and every gateway's known
+      // tail of it must go (known-tails.ts).
+      if (existed || transcript) db.emit({ type: "entry", key, op: "delete" });
       return existed;
     },
     async listEntries(db: Db, query: ListEntriesQuery): Promise<StoredEntry[]> {
@@ -150,6 +156,7 @@ export function createOperations(s: string) {
     listAgentIds: search.listAgentIds,
 
     async appendMessage(db: Db, sessionKey: string, message: TranscriptMessage): Promise<StoredMessage> {
+      const text = JSON.stringify(message);
       await db.lock(lockName.session(sessionKey));
       // One statement: the per-session counter row is the lock that keeps sequence numbers contiguous.
       const { rows } = await db.query<{ seq: string }>(
@@ -158,9 +165,11 @@ export function createOperations(s: string) {
            ON CONFLICT (session_key) DO UPDATE SET last_seq = ${s}.transcripts.last_seq + 1
            RETURNING last_seq)
          INSERT INTO ${s}.messages (session_key, seq, data) SELECT $1, last_seq, $2 FROM next RETURNING seq`,
-        [sessionKey, JSON.stringify(message)],
+        [sessionKey, text],
       );
-      return { ...message, seq: Number(rows[0]?.seq) } as StoredMessage;
+      const stored = { ...message, seq: Number(rows[0]?.seq) } as StoredMessage;
+      db.afterCommit(() => tails.add(sessionKey, stored.seq, text));
+      return stored;
     },
     async readMessages(
       db: Db,
@@ -169,6 +178,10 @@ export function createOperations(s: string) {
     ): Promise<StoredMessage[]> {
       const limit = Math.max(0, Math.floor(options.limit));
       if (limit === 0) return [];
+      // A window that ends before a given message (a run's history) may be known already: no round trip.
+      const known =
+        options.beforeSeq === undefined ? undefined : tails.read(sessionKey, limit, options.beforeSeq);
+      if (known !== undefined) return known;
       const values = [sessionKey, options.beforeSeq ?? Number.MAX_SAFE_INTEGER, limit];
       // Sequence numbers are contiguous from 1 up to the counter, so the window is a range of seq bounded on both
       // sides: whatever plan the statistics (or their absence) lead to, it reads at most `limit` rows. With
@@ -189,6 +202,12 @@ export function createOperations(s: string) {
         ));
       }
       rows.reverse();
+      // Contiguous (no gap): known from now on, once what it read is surely committed (a unit may roll back).
+      const first = rows[0];
+      if (first !== undefined && Number(rows[rows.length - 1]?.seq) - Number(first.seq) === rows.length - 1) {
+        const texts = rows.map((row) => row.data);
+        db.afterCommit(() => tails.fill(sessionKey, Number(first.seq), texts));
+      }
       return rows.map((row) => ({ ...(JSON.parse(row.data) as TranscriptMessage), seq: Number(row.seq) }));
     },
     async countMessages(db: Db, sessionKey: string): Promise<number> {

@@ -19,6 +19,8 @@ import type { Db } from "./units.js";
 export interface Done<T> {
   result: T;
   changes: StoreChange[];
+  /** Messages the unit appended (their JSON text as stored, without the seq): what this process knows once committed. */
+  appended?: { key: string; seq: number; text: string }[];
 }
 
 /**
@@ -46,6 +48,7 @@ type EndRow = {
   delivery_lease_until: string | null;
   entry_data: string | null;
   next_started: boolean | null;
+  reply_seq: string | null;
 };
 
 /** The SQL types of `run_start`'s parameters after the lock space, in order. */
@@ -156,7 +159,13 @@ function startResult(unit: RunStartUnit, row: StartRow | undefined): Done<RunSta
   return {
     result: { created: true, run, input, entry, ...(leased === undefined ? {} : { lease: leased }) },
     changes,
+    appended: [{ key: unit.sessionKey, seq, text: storedInput(JSON.stringify(unit.input), runId) }],
   };
+}
+
+/** The input's JSON text as `run_start` stores it: with the run's id added as its last field. */
+function storedInput(input: string, runId: string): string {
+  return `${input.slice(0, -1)}${input === "{}" ? "" : ","}"runId":${JSON.stringify(runId)}}`;
 }
 
 function endParams(unit: RunEndUnit): unknown[] {
@@ -217,6 +226,7 @@ function endResult(unit: RunEndUnit, row: EndRow | undefined): Done<RunEndResult
   if (next !== undefined && row.next_started === true)
     changes.push({ type: "run", runId: next.runId, sessionKey: next.sessionKey, status: next.status });
   const entry = row.entry_data === null ? undefined : (JSON.parse(row.entry_data) as StoredEntry);
+  const { reply } = unit;
   return {
     result: {
       ended: true,
@@ -225,6 +235,9 @@ function endResult(unit: RunEndUnit, row: EndRow | undefined): Done<RunEndResult
       ...(next === undefined ? {} : { nextStarted: row.next_started === true }),
     },
     changes,
+    ...(reply === undefined || row.reply_seq === null
+      ? {}
+      : { appended: [{ key: run.sessionKey, seq: Number(row.reply_seq), text: JSON.stringify(reply) }] }),
   };
 }
 

@@ -6,6 +6,7 @@ import { createBatcher } from "./batcher.js";
 import { createPublisher, createReassembler } from "./broadcast.js";
 import { listenForChanges, notifySql } from "./change-feed.js";
 import { toStoreError, withStoreErrors } from "./errors.js";
+import { KnownTails } from "./known-tails.js";
 import { createLeaseOperations } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { ATOMIC_OPS, createOperations, type Operations } from "./operations.js";
@@ -136,8 +137,12 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   const channel = `${schema}_changes`;
   const origin = randomUUID();
   const listeners = new Set<(change: StoreChange) => void>();
+  // The transcripts' tails this gateway knows (a run's history window without a round trip).
+  const tails = new KnownTails();
   const publish = (changes: readonly StoreChange[]) => {
     for (const change of changes) {
+      // A session deleted here or elsewhere: its transcript may start again at 1.
+      if (change.type === "entry" && change.op === "delete") tails.forget(change.key);
       for (const listener of listeners) {
         try {
           listener(change);
@@ -203,7 +208,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       }),
     publish,
   });
-  const ops = createOperations(s);
+  const ops = createOperations(s, tails);
   const leases = createLeaseOperations(s);
   let closed = false;
   const check = () => {
@@ -271,6 +276,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       }
       if (inUnit) for (const change of done.changes) db.emit(change);
       else units.announce(done.changes);
+      for (const { key, seq, text } of done.appended ?? []) db.afterCommit(() => tails.add(key, seq, text));
       return done.result;
     };
   };

@@ -17,6 +17,8 @@ export interface Db {
   lock(name: string): Promise<void>;
   /** Records a change for the change feed: published when the unit commits, dropped if it rolls back. */
   emit(change: StoreChange): void;
+  /** Runs `fn` once what the caller wrote has committed (at once outside a unit); never if it rolls back. */
+  afterCommit(fn: () => void): void;
 }
 
 interface Unit {
@@ -30,6 +32,8 @@ interface Unit {
 interface RootUnit extends Unit {
   readonly client: pg.PoolClient;
   readonly changes: StoreChange[];
+  /** What to do once the unit has committed (`Db.afterCommit`). */
+  readonly committed: (() => void)[];
   /** Lock names held, with the depth that took them (a rolled-back savepoint may have given them up). */
   readonly locks: Map<string, number>;
 }
@@ -113,6 +117,7 @@ export function createUnits(deps: UnitsDeps) {
         if (!root.locks.has(key)) root.locks.set(key, unit.done ? 0 : unit.depth);
       },
       emit: (change) => root.changes.push(change),
+      afterCommit: (fn) => root.committed.push(fn),
     };
   }
 
@@ -120,6 +125,7 @@ export function createUnits(deps: UnitsDeps) {
     query: (text, values) => deps.pool.query(text, textSafe(values)),
     lock: async () => {},
     emit: (change) => deps.publish([change]),
+    afterCommit: (fn) => fn(),
   };
 
   async function nested<T>(parent: Unit, work: (unit: Unit) => Promise<T>): Promise<T> {
@@ -135,6 +141,7 @@ export function createUnits(deps: UnitsDeps) {
         throw new SessionsError("conflict", "nested transaction started after its outer one ended");
       const unit: Unit = { root, depth: parent.depth + 1, done: false, tail: Promise.resolve() };
       const mark = root.changes.length;
+      const committedMark = root.committed.length;
       const name = `unit_${unit.depth}`;
       await root.client.query(`SAVEPOINT ${name}`).catch((error: unknown) => {
         throw toStoreError(error, deps.where);
@@ -149,6 +156,7 @@ export function createUnits(deps: UnitsDeps) {
             .query(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`)
             .catch(() => undefined);
           root.changes.length = mark;
+          root.committed.length = committedMark;
           for (const [key, depth] of root.locks) if (depth >= unit.depth) root.locks.delete(key);
         }
         throw error;
@@ -182,6 +190,7 @@ export function createUnits(deps: UnitsDeps) {
       tail: Promise.resolve(),
       client,
       changes: [],
+      committed: [],
       locks: new Map(),
     };
     let broken: Error | undefined;
@@ -224,6 +233,7 @@ export function createUnits(deps: UnitsDeps) {
           { retryAfterMs: 1000 },
         );
       }
+      for (const fn of root.committed) fn();
       announce(root.changes);
       return result;
     } finally {

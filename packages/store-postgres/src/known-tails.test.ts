@@ -1,0 +1,87 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { KnownTails } from "./known-tails.js";
+
+/**
+ * A session's transcript as the database holds it, written by this gateway (which tells the tails what it wrote,
+ * or read) and by others (which do not); deleting it starts it again at 1 (the change feed tells the tails).
+ */
+type Step =
+  | { op: "ours"; text: string }
+  | { op: "theirs"; text: string }
+  | { op: "delete" }
+  | { op: "read"; limit: number; back: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 5,
+    arbitrary: fc.record({ op: fc.constant("ours" as const), text: fc.string({ maxLength: 3 }) }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant("theirs" as const), text: fc.string({ maxLength: 3 }) }),
+  },
+  { weight: 1, arbitrary: fc.constant({ op: "delete" as const }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant("read" as const),
+      limit: fc.integer({ min: 0, max: 80 }),
+      back: fc.integer({ min: 0, max: 5 }),
+    }),
+  },
+);
+
+describe("known transcript tails", () => {
+  it("serve a window only when it is exactly what the database holds", () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
+        const tails = new KnownTails();
+        let transcript: string[] = [];
+        const text = (content: string) => JSON.stringify({ role: "user", content });
+        for (const s of steps) {
+          if (s.op === "ours" || s.op === "theirs") {
+            transcript.push(text(s.text));
+            if (s.op === "ours") tails.add("k", transcript.length, text(s.text));
+          } else if (s.op === "delete") {
+            transcript = [];
+            tails.forget("k");
+          } else {
+            const beforeSeq = Math.max(1, transcript.length + 1 - s.back);
+            const served = tails.read("k", s.limit, beforeSeq);
+            const end = beforeSeq - 1;
+            const start = Math.max(1, end - s.limit + 1);
+            const truth =
+              s.limit <= 0
+                ? []
+                : transcript.slice(start - 1, end).map((t, i) => ({
+                    ...JSON.parse(t),
+                    seq: start + i,
+                  }));
+            if (served !== undefined) expect(served).toEqual(truth);
+            else {
+              // What a read from the database returns fills the tail.
+              const rows = transcript.slice(start - 1, end);
+              if (rows.length > 0) tails.fill("k", start, rows);
+            }
+          }
+        }
+      }),
+    );
+  });
+
+  it("serves a run's window from what this gateway wrote, and misses one another gateway wrote into", () => {
+    const tails = new KnownTails();
+    const m = (content: string) => JSON.stringify({ role: "user", content });
+    tails.add("k", 1, m("a"));
+    tails.add("k", 2, m("b"));
+    expect(tails.read("k", 50, 3)).toEqual([
+      { role: "user", content: "a", seq: 1 },
+      { role: "user", content: "b", seq: 2 },
+    ]);
+    // Seq 3 is another gateway's: a window up to 4 is not known, one up to 2 still is.
+    tails.add("k", 4, m("d"));
+    expect(tails.read("k", 50, 5)).toBeUndefined();
+    expect(tails.read("k", 1, 5)).toEqual([{ role: "user", content: "d", seq: 4 }]);
+  });
+});

@@ -1,0 +1,100 @@
+import type { TranscriptMessage } from "@sessions/core";
+import type { StoredMessage } from "@sessions/gateway";
+
+/** Sessions whose newest messages are kept, at most (least recently used go first). */
+const MAX_SESSIONS = 4096;
+/** Newest messages kept per session: a run's history window is 50 by default. */
+const PER_SESSION = 64;
+
+/** The newest messages this process knows of a session: contiguous sequence numbers ending at `last`. */
+interface Tail {
+  /**
+   * The JSON text of each message as stored (without its seq), oldest first: parsed again on each read, since
+   * callers may change what they get.
+   */
+  texts: string[];
+  last: number;
+}
+
+/**
+ * What this gateway wrote (or read) of each transcript lately, so that a run's history window — the messages up to
+ * its input — comes from memory instead of a round trip. Other gateways append to the same transcripts, so nothing
+ * here is taken to be the newest: a window is served only when every sequence number it spans is known, and
+ * sequence numbers are contiguous per session, so a message another gateway appended in between shows as a gap
+ * (then the store reads it). Messages never change once written; a transcript deleted starts again at 1, which a
+ * known tail notices (an append that does not follow it starts the tail over) and which the change feed reports
+ * (`forget`). Fed only with committed state. What that leaves: between another gateway deleting a transcript and
+ * this one hearing of it (the notification's latency, milliseconds), a window of the old messages may still be served
+ * here unless this gateway appended to the new transcript meanwhile (a run always has: its input).
+ */
+export class KnownTails {
+  private readonly tails = new Map<string, Tail>();
+
+  /** A message committed at `seq` (its JSON text): extends the known tail, or starts it over when it does not follow. */
+  add(key: string, seq: number, text: string): void {
+    const tail = this.touch(key);
+    if (tail !== undefined && seq === tail.last + 1) {
+      tail.texts.push(text);
+      tail.last = seq;
+      if (tail.texts.length > PER_SESSION) tail.texts.splice(0, tail.texts.length - PER_SESSION);
+      return;
+    }
+    if (tail !== undefined && seq <= tail.last && this.textAt(tail, seq) === text) return;
+    this.set(key, { texts: [text], last: seq });
+  }
+
+  /** Messages just read (their JSON texts, oldest first, contiguous from `firstSeq`): known from now on. */
+  fill(key: string, firstSeq: number, texts: readonly string[]): void {
+    if (texts.length === 0) return;
+    const last = firstSeq + texts.length - 1;
+    const tail = this.touch(key);
+    // A tail that already runs past what was read (a reply appended meanwhile) stays as it is.
+    if (tail !== undefined && tail.last > last) return;
+    this.set(key, { texts: texts.slice(-PER_SESSION), last });
+  }
+
+  /** The newest `limit` messages before `beforeSeq`, oldest first, when every one of them is known. */
+  read(key: string, limit: number, beforeSeq: number): StoredMessage[] | undefined {
+    const tail = this.touch(key);
+    if (tail === undefined) return undefined;
+    const end = beforeSeq - 1;
+    // Messages after the known tail may exist (another gateway's): only a window inside it is served.
+    if (end > tail.last) return undefined;
+    if (limit <= 0 || end < 1) return [];
+    const start = Math.max(1, end - limit + 1);
+    const first = tail.last - tail.texts.length + 1;
+    if (start < first) return undefined;
+    const out: StoredMessage[] = [];
+    for (let seq = start; seq <= end; seq++) {
+      const message = JSON.parse(tail.texts[seq - first] as string) as TranscriptMessage;
+      out.push({ ...message, seq } as StoredMessage);
+    }
+    return out;
+  }
+
+  forget(key: string): void {
+    this.tails.delete(key);
+  }
+
+  private textAt(tail: Tail, seq: number): string | undefined {
+    return tail.texts[seq - (tail.last - tail.texts.length + 1)];
+  }
+
+  /** The tail of `key`, now the most recently used. */
+  private touch(key: string): Tail | undefined {
+    const tail = this.tails.get(key);
+    if (tail === undefined) return undefined;
+    this.tails.delete(key);
+    this.tails.set(key, tail);
+    return tail;
+  }
+
+  private set(key: string, tail: Tail): void {
+    this.tails.delete(key);
+    this.tails.set(key, tail);
+    if (this.tails.size > MAX_SESSIONS) {
+      const oldest = this.tails.keys().next().value;
+      if (oldest !== undefined) this.tails.delete(oldest);
+    }
+  }
+}
