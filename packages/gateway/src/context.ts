@@ -75,10 +75,13 @@ export interface LaneHold {
   /** Aborts (with `LaneLost`) when the lane is lost: the run stops at once, and writes nothing under it. */
   readonly signal?: AbortSignal | undefined;
   /**
-   * Asked as the run's end is written: true when the lane passes to the next run of the session waiting here (the
+   * Asked as the run's end is written: true when the lane may pass to the next run of the session waiting here (the
    * end then keeps the lease, and that run executes under it without a round trip); false: the end gives it up.
    */
   passOn?(): boolean;
+  /** The end that kept the lease (`passOn`) is recorded: the lane goes to the next run here. */
+  passed?(): void;
+  /** The end gave the lease up with it. */
   released(): void;
 }
 

@@ -8,8 +8,14 @@ import { StoreContact } from "./store-contact.js";
 
 const settings = { leaseTtlMs: 600, heartbeatMs: 100, recoveryIntervalMs: 1000, graceMs: 60 };
 
-/** The cluster lanes of gateway `owner` on `store`. */
-const lanesOf = (store: SessionStore, clock: Clock, owner: string, closed: () => boolean) =>
+/** The cluster lanes of gateway `owner` on `store` (`runsHere`: how many runs of a session wait on it). */
+const lanesOf = (
+  store: SessionStore,
+  clock: Clock,
+  owner: string,
+  closed: () => boolean,
+  runsHere = () => 1,
+) =>
   createClusterLanes({
     store,
     clock,
@@ -18,7 +24,7 @@ const lanesOf = (store: SessionStore, clock: Clock, owner: string, closed: () =>
     contact: new StoreContact(clock, settings),
     closed,
     logger: silentLogger,
-    runsHere: () => 1,
+    runsHere,
   });
 
 describe("cluster lanes: exclusive leases", () => {
@@ -81,5 +87,39 @@ describe("cluster lanes: a closing gateway", () => {
     expect((await store.getLease("lane:agent:main:s"))?.owner).toBe("b");
     release();
     await Promise.all([bRun, bLease]);
+  });
+});
+
+describe("cluster lanes: passing a lane to the next run here", () => {
+  it("keeps the lane only once the end that kept it is recorded; an end refused gives it up", async () => {
+    const store = createMemoryStore();
+    const clock = createManualClock();
+    const lanes = lanesOf(
+      store,
+      clock,
+      "a",
+      () => false,
+      () => 2,
+    );
+    const lease = () => store.getLease("lane:agent:main:s");
+    // An end that may pass the lane on, but was refused (the lane may be another gateway's): the lane goes.
+    await lanes.run("agent:main:s", async (hold) => {
+      expect(hold?.passOn?.()).toBe(true);
+    });
+    expect(await lease()).toBeUndefined();
+    // One recorded: the lane stays, and the next run takes it as it is (same tenure, no new acquisition).
+    await lanes.run("agent:main:s", async (hold) => {
+      expect(hold?.passOn?.()).toBe(true);
+      hold?.passed?.();
+    });
+    const kept = await lease();
+    expect(kept?.owner).toBe("a");
+    await lanes.run("agent:main:s", async (hold) => {
+      expect(await lease()).toEqual(kept);
+      hold?.released();
+      await store.releaseLease("lane:agent:main:s", "a");
+    });
+    expect(await lease()).toBeUndefined();
+    await lanes.releaseKept();
   });
 });

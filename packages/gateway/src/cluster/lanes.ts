@@ -226,10 +226,10 @@ export function createClusterLanes(deps: {
         return await task({
           lease: { name, owner },
           signal: held.signal,
-          passOn: () => {
-            passed =
-              !held.signal.aborted && !deps.closed() && runs < TENURE_RUNS && deps.runsHere(sessionKey) > 1;
-            return passed;
+          passOn: () =>
+            !held.signal.aborted && !deps.closed() && runs < TENURE_RUNS && deps.runsHere(sessionKey) > 1,
+          passed: () => {
+            passed = true;
           },
           released: () => {
             released = true;
@@ -237,6 +237,7 @@ export function createClusterLanes(deps: {
           },
         });
       } finally {
+        // Kept only once the end that kept it is recorded: an end refused means the lane may be another's.
         if (passed && !released && !held.signal.aborted) kept.set(name, { held, runs });
         else {
           held.stop();

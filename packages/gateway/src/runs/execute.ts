@@ -333,7 +333,8 @@ async function recordEnd(
         );
       return discardEnd(ctx, run, stored);
     }
-    if (!passOn) lane?.released();
+    if (passOn) lane?.passed?.();
+    else lane?.released();
     if (next !== undefined && ended.nextStarted === true) ctx.runs.handovers.hand(next, ended.entry);
     if (ended.delivery !== undefined) ctx.outbox.committed(ended.delivery);
     if (ctx.listening?.() !== false)
