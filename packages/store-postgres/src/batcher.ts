@@ -15,6 +15,8 @@ export function createBatcher<I, O>(options: {
   concurrency: number;
   /** The most units in one batch. */
   maxBatch: number;
+  /** A batch failed as a whole (its units are then done one at a time): for the log. */
+  failed?(error: unknown, size: number): void;
 }) {
   type Waiter = { input: I; resolve(output: O): void; reject(error: unknown): void };
   const queue: Waiter[] = [];
@@ -32,8 +34,9 @@ export function createBatcher<I, O>(options: {
       let outputs: O[] | undefined;
       try {
         outputs = await options.many(batch.map((waiter) => waiter.input));
-      } catch {
+      } catch (error) {
         // Each unit alone: its own outcome, whatever failed the batch.
+        options.failed?.(error, batch.length);
       }
       if (outputs !== undefined) {
         for (const [i, waiter] of batch.entries()) waiter.resolve(outputs[i] as O);

@@ -1,3 +1,4 @@
+import type { Logger } from "@sessions/core";
 import type { RunStartUnit, SessionStore } from "@sessions/gateway";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { freshSchema, sql, storeOpener } from "./testing/helpers.js";
@@ -87,5 +88,45 @@ describe("group commit on Postgres", () => {
     expect(await store.getRun("r2")).toBeUndefined();
     expect(await store.countMessages("agent:main:s2")).toBe(0);
     expect((await store.getRun("r3"))?.status).toBe("running");
+  });
+
+  it("batches that hold several sessions take them in one order: no deadlock, whatever order units arrive in", async () => {
+    const warnings: string[] = [];
+    const logger: Logger = {
+      debug() {},
+      info() {},
+      warn: (message, fields) => void warnings.push(`${message} ${JSON.stringify(fields)}`),
+      error() {},
+      child: () => logger,
+    };
+    const store = await stores.open(freshSchema("group_order"), { logger });
+    const sessions = 40;
+    // Starts of the same sessions in opposite orders, arriving together: without an order per batch, two batches
+    // each hold a session the other waits for, and Postgres ends one of them after its deadlock timeout.
+    const order = (i: number, round: number) => (round % 2 === 0 ? i : sessions - 1 - i);
+    const units: Promise<unknown>[] = [];
+    for (let round = 0; round < 20; round++) {
+      for (let i = 0; i < sessions; i++) {
+        const n = order(i, round);
+        const key = `agent:main:deadlock${n}`;
+        units.push(
+          store.recordRunStart?.(
+            start(n, {
+              sessionKey: key,
+              idempotencyKey: `dl-${round}-${n}`,
+              freshRunId: `dl-${round}-${n}`,
+              run: { ...start(n).run, sessionKey: key, status: "queued" },
+            }),
+          ) as Promise<unknown>,
+        );
+      }
+    }
+    const results = await Promise.allSettled(units);
+    // A batch that deadlocked is done again unit by unit (every call succeeds all the same), and logged.
+    expect(warnings.filter((w) => /deadlock/i.test(w))).toEqual([]);
+    expect(
+      results.filter((r) => r.status === "rejected").map((r) => String((r as PromiseRejectedResult).reason)),
+    ).toEqual([]);
+    expect(await store.countMessages("agent:main:deadlock0")).toBe(20);
   });
 });

@@ -271,6 +271,7 @@ function unitCalls<U, Row extends pg.QueryResultRow, R>(
   types: readonly string[],
   params: (unit: U) => unknown[],
   read: (unit: U, row: Row | undefined) => Done<R>,
+  sessionOf: (unit: U) => string,
 ): UnitCalls<U, R> {
   const one = singleSql(s, fn, types.length);
   const many = batchSql(s, fn, types);
@@ -279,11 +280,25 @@ function unitCalls<U, Row extends pg.QueryResultRow, R>(
       return read(unit, (await db.query<Row>(one, [lockSpace, ...params(unit)])).rows[0]);
     },
     async many(db, units) {
-      const { rows } = await db.query<Row>(many, [lockSpace, ...transpose(units.map(params), types.length)]);
-      return units.map((unit, i) => read(unit, rows[i]));
+      // Each unit locks its session first, and a batch holds every lock it took until it commits: batches that
+      // took two sessions in opposite orders would deadlock (each then waits a second for Postgres to notice).
+      // In session order, every batch takes them in the one order: no cycle.
+      const order = units
+        .map((_, i) => i)
+        .sort((a, b) => compare(sessionOf(units[a] as U), sessionOf(units[b] as U)) || a - b);
+      const sorted = order.map((i) => units[i] as U);
+      const { rows } = await db.query<Row>(many, [lockSpace, ...transpose(sorted.map(params), types.length)]);
+      const done: Done<R>[] = new Array(units.length);
+      order.forEach((unitIndex, row) => {
+        done[unitIndex] = read(sorted[row] as U, rows[row]);
+      });
+      return done;
     },
   };
 }
+
+/** Code-unit order, as the batch sorts its sessions (any fixed order would do). */
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * A run's start and end as one statement each: the functions migration 2 installs (`run_start`, `run_end`) take
@@ -293,7 +308,7 @@ function unitCalls<U, Row extends pg.QueryResultRow, R>(
  */
 export function createRunUnits(s: string, lockSpace: string) {
   return {
-    start: unitCalls(s, lockSpace, "run_start", START_TYPES, startParams, startResult),
-    end: unitCalls(s, lockSpace, "run_end", END_TYPES, endParams, endResult),
+    start: unitCalls(s, lockSpace, "run_start", START_TYPES, startParams, startResult, (u) => u.sessionKey),
+    end: unitCalls(s, lockSpace, "run_end", END_TYPES, endParams, endResult, (u) => u.run.sessionKey),
   };
 }

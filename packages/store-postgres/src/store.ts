@@ -263,6 +263,11 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       many: (batch) => many(units.db(), batch),
       concurrency: Math.max(2, Math.floor(pool.options.max / 2)),
       maxBatch: 64,
+      failed: (error, size) =>
+        logger.warn("a batch of run starts or ends failed as a whole; doing each alone", {
+          size,
+          error: String((error as Error)?.message ?? error),
+        }),
     });
     return async (unit: U): Promise<R> => {
       check();
