@@ -1,22 +1,22 @@
 /**
- * Several gateways on one Postgres, measured on this machine: `pnpm bench` (or `pnpm --filter
- * @sessions/store-postgres bench`). `BENCH_SCALE=small` runs a quick version (the full one seeds 100,000 sessions
- * and a 1,000,000-message transcript, and takes minutes). Everything — Postgres, the gateways, the load — shares
+ * The in-process bench: several gateways on one Postgres, each driven by calls in its own process (no WebSocket),
+ * measured on this machine. `pnpm --filter @sessions/store-postgres bench` runs it after serve.bench.ts (real
+ * `sessions-gateway serve` processes driven over the wire); alone: `npx tsx bench/postgres.bench.ts`.
+ * `BENCH_SCALE=small` runs a quick version (the full one seeds 100,000 sessions and a 1,000,000-message
+ * transcript, and takes minutes). Everything — Postgres, the gateways, the load — shares
  * the machine's cores, so the 2- and 3-gateway rows show what the database and the CPUs allow, not more boxes.
  * The Postgres here keeps its crash safety (fsync on), as the SQLite store does.
  *
  * Beside the gateways, graphile-worker (a devDependency, 0.18, Node >= 22.18) on the same Postgres in the same run,
- * end to end (bench/graphile.mjs), run with the Node 22 of the `node` npm package that the workspace installs for
- * apps/interop-openclaw (not a devDependency here: its `node` bin would take the place of Node 20 in every script of
- * this package, its tests in CI included), or with GRAPHILE_NODE=/path/to/node. Without a Node 22 the graphile-worker
- * rows say "not measured" and the rest runs.
+ * end to end (bench/graphile.mjs), run with the Node 22 that bench/graphile-node.ts finds (GRAPHILE_NODE, else the
+ * `node` npm package of apps/interop-openclaw). Without a Node 22 the graphile-worker rows say "not measured" and
+ * the rest runs.
  *
  * `BENCH_SMOKE=1` (`pnpm bench:smoke`, in CI): every section at its smallest (a few hundred runs and jobs, 20 in
  * flight, 200 sessions, a 2,000-message transcript, no wait for Postgres' statistics), to check the bench runs.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,6 +33,7 @@ import { createPostgresStore } from "../src/index.js";
 import { startFakePlatform } from "../src/testing/fake-platform.js";
 import { startLocalPostgres } from "../src/testing/local-postgres.js";
 import { costBetween, type DbCost, openDbProbe, perUnit, settle } from "./db-cost.js";
+import { graphileNode, nodeVersion } from "./graphile-node.js";
 import { BIG_KEY, type SeedShape, SMALL_KEY, seedPostgres, seedThroughStore } from "./seed.js";
 import { printStatementCost, statementCost } from "./statements.js";
 
@@ -185,23 +186,6 @@ async function runsPerSecond(url: string, gateways: number, node = process.execP
   return measureChildren(url, children, "runs");
 }
 
-/** A Node >= 22.18 for graphile-worker: GRAPHILE_NODE, else the `node` package of apps/interop-openclaw. */
-function graphileNode(): string {
-  let path = process.env.GRAPHILE_NODE;
-  if (path === undefined || path === "") {
-    const from = createRequire(join(here, "..", "..", "..", "apps", "interop-openclaw", "package.json"));
-    const manifest = from.resolve("node/package.json");
-    const bin = (JSON.parse(readFileSync(manifest, "utf8")) as { bin: { node: string } }).bin.node;
-    path = join(dirname(manifest), bin);
-  }
-  const version = execFileSync(path, ["-p", "process.versions.node"], { encoding: "utf8" }).trim();
-  const [major = 0, minor = 0] = version.split(".").map(Number);
-  if (major < 22 || (major === 22 && minor < 18)) {
-    throw new Error(`${path} is Node ${version}; graphile-worker 0.18 needs >= 22.18`);
-  }
-  return path;
-}
-
 /** graphile-worker end to end on a fresh schema of the same database: see bench/graphile.mjs. */
 async function graphileJobsPerSecond(url: string, node: string): Promise<Throughput> {
   const proc = await child(
@@ -332,7 +316,7 @@ async function onGateway<T>(store: SessionStore, work: (gateway: Gateway) => Pro
 
 const shape: SeedShape = { sessions: SIZE.sessions, big: SIZE.big, small: SIZE.small };
 say(
-  `# @sessions/store-postgres bench (${SMOKE ? "BENCH_SMOKE=1: a smoke run, its figures mean nothing" : small ? "BENCH_SCALE=small" : "full size"}), ${new Date().toISOString()}`,
+  `# @sessions/store-postgres in-process bench (gateways called in their own process, no WebSocket; ${SMOKE ? "BENCH_SMOKE=1: a smoke run, its figures mean nothing" : small ? "BENCH_SCALE=small" : "full size"}), ${new Date().toISOString()}`,
 );
 const pg = await startLocalPostgres({ durable: true, statements: true });
 const dir = mkdtempSync(join(tmpdir(), "sessions-pg-bench-"));
@@ -362,7 +346,7 @@ try {
     say,
   );
   say(
-    `\n## Scripted runs/s (agent + agent.wait, ${IN_FLIGHT} sessions and ${SIZE.jobs} runs shared by the gateways)`,
+    `\n## In-process scripted runs/s (agent + agent.wait, ${IN_FLIGHT} sessions and ${SIZE.jobs} runs shared by the gateways)`,
   );
   say(
     "A run: in a gateway's own process (no WebSocket, no model), `gateway.agent()` (the message and the run " +
@@ -411,7 +395,7 @@ try {
   }
   if (node22 !== undefined) {
     // The same row on graphile-worker's Node, to tell the runtime from the rest.
-    const version = execFileSync(node22, ["-p", "process.versions.node"], { encoding: "utf8" }).trim();
+    const version = nodeVersion(node22);
     try {
       const row = await runsPerSecond(url, 1, node22);
       say(
