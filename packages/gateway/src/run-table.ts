@@ -98,6 +98,9 @@ export class BudgetDeadline extends RunTimeout {
   }
 }
 
+/** How many of the runs settled last a `RunTable` keeps (a few MB at most). */
+const ENDED_KEPT = 4096;
+
 /**
  * The runs this process holds in memory: one lane per session (one run at a time), the sub-agent slots, the abort
  * switches of runs under way, the per-run event sequence, and local waiters woken when a run ends.
@@ -112,6 +115,8 @@ export class RunTable {
   private readonly seqs = new Map<string, number>();
   /** Runs this process has scheduled and will end itself, until `settle`: their waiters need no store read. */
   private readonly local = new Map<string, RunRecord>();
+  /** The last runs settled here (final), so a wait that comes after the end needs no store read either. */
+  private readonly ended = new Map<string, RunRecord>();
 
   constructor(maxConcurrentSubagents: number) {
     this.subagentSlots = new Semaphore(maxConcurrentSubagents);
@@ -127,6 +132,11 @@ export class RunTable {
   /** The latest record of a run this process will end (and `settle`) itself. */
   localRun(runId: string): RunRecord | undefined {
     return this.local.get(runId);
+  }
+
+  /** A run settled here lately (its final record), if it is one of the last few thousand. */
+  endedRun(runId: string): RunRecord | undefined {
+    return this.ended.get(runId);
   }
 
   /** This process will not end the run after all: its waiters are left to the change feed. */
@@ -208,6 +218,12 @@ export class RunTable {
   /** Wakes everyone waiting on this run (it has ended). */
   settle(run: RunRecord): void {
     this.local.delete(run.runId);
+    // Final records do not change again, but for a run merged into one that then failed (`failMerged`): not kept.
+    if (run.mergedInto === undefined) {
+      this.ended.delete(run.runId);
+      this.ended.set(run.runId, run);
+      if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value as string);
+    }
     const set = this.waiters.get(run.runId);
     if (set === undefined) return;
     this.waiters.delete(run.runId);

@@ -29,8 +29,9 @@ export async function waitRun(
   seen?: (run: RunRecord) => void,
 ): Promise<WaitResult> {
   const { store, clock } = ctx;
-  // A run this process will end itself needs no read: its end wakes the waiter registered below.
-  const local = ctx.runs.localRun(runId);
+  // A run this process will end itself needs no read: its end wakes the waiter registered below. Nor one it saw
+  // end lately (a wait that comes after a short run's end).
+  const local = ctx.runs.localRun(runId) ?? ctx.runs.endedRun(runId);
   const stored = local ?? (await store.getRun(runId));
   if (stored === undefined)
     throw new SessionsError("not_found", `Run not found: ${runId}`, { field: "runId" });
