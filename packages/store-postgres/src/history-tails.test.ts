@@ -34,6 +34,18 @@ describe("a run's history window on Postgres", () => {
         expect.objectContaining({ seq: 2, content: "a2" }),
       ],
     });
+    // Lent to a run (parsed when its runner reads it): fresh copies each time, no round trip.
+    const lendMessages = Symbol.for("@sessions/gateway.lendMessages");
+    const lend = (
+      a as unknown as Record<symbol, (key: string, o: object) => Promise<() => { content: unknown }[]>>
+    )[lendMessages];
+    const lent = await counted(() =>
+      (lend as NonNullable<typeof lend>).call(a, "s", { limit: 50, beforeSeq: 3 }),
+    );
+    expect(lent.statements).toBe(0);
+    const copy = lent.result();
+    (copy[0] as { content: unknown }).content = "changed";
+    expect(lent.result().map((m) => m.content)).toEqual(["a1", "a2"]);
     // b appends seq 3, a seq 4: a's window up to 4 spans a message it never saw, so it reads it.
     await b.appendMessage("s", say("b3"));
     await a.appendMessage("s", say("a4"));

@@ -55,21 +55,28 @@ export class KnownTails {
 
   /** The newest `limit` messages before `beforeSeq`, oldest first, when every one of them is known. */
   read(key: string, limit: number, beforeSeq: number): StoredMessage[] | undefined {
+    return this.lend(key, limit, beforeSeq)?.();
+  }
+
+  /**
+   * Like `read`, but parsed only when asked (each call makes fresh copies): a run's history window that its runner
+   * never reads costs no parsing.
+   */
+  lend(key: string, limit: number, beforeSeq: number): (() => StoredMessage[]) | undefined {
     const tail = this.touch(key);
     if (tail === undefined) return undefined;
     const end = beforeSeq - 1;
     // Messages after the known tail may exist (another gateway's): only a window inside it is served.
     if (end > tail.last) return undefined;
-    if (limit <= 0 || end < 1) return [];
+    if (limit <= 0 || end < 1) return () => [];
     const start = Math.max(1, end - limit + 1);
     const first = tail.last - tail.texts.length + 1;
     if (start < first) return undefined;
-    const out: StoredMessage[] = [];
-    for (let seq = start; seq <= end; seq++) {
-      const message = JSON.parse(tail.texts[seq - first] as string) as TranscriptMessage;
-      out.push({ ...message, seq } as StoredMessage);
-    }
-    return out;
+    const texts = tail.texts.slice(start - first, end - first + 1);
+    return () =>
+      texts.map(
+        (text, i) => ({ ...(JSON.parse(text) as TranscriptMessage), seq: start + i }) as StoredMessage,
+      );
   }
 
   forget(key: string): void {

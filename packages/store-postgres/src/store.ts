@@ -13,6 +13,9 @@ import { ATOMIC_OPS, createOperations, type Operations } from "./operations.js";
 import { createRunUnits, type Done, type UnitCalls } from "./run-units.js";
 import { createUnits, type Db, type Unit } from "./units.js";
 
+/** How the gateway asks a store to lend a run's history window (`LEND_MESSAGES` of @sessions/gateway's history). */
+const LEND_MESSAGES: unique symbol = Symbol.for("@sessions/gateway.lendMessages");
+
 /**
  * Where {@link createPostgresStore} connects and how. Invalid values fail with `SessionsError` `invalid_config`
  * naming the field (`connectionString`, `schema`, `maxConnections`, `connectTimeoutMs`).
@@ -302,6 +305,24 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     };
   }
 
+  // A run's history window, lent (see `readHistory` in @sessions/gateway): from the known tail it is parsed only if
+  // the runner reads it; otherwise read as `readMessages` reads it.
+  const lending = {
+    async [LEND_MESSAGES](key: string, options: { limit: number; beforeSeq?: number | undefined }) {
+      check();
+      const lent =
+        options.beforeSeq === undefined ? undefined : tails.lend(key, options.limit, options.beforeSeq);
+      if (lent !== undefined) return lent;
+      const messages = await (direct.readMessages as StoreOps["readMessages"])(key, options);
+      let first = true;
+      return () => {
+        if (!first) return structuredClone(messages);
+        first = false;
+        return messages;
+      };
+    },
+  };
+
   return {
     kind: "postgres",
     ...(direct as unknown as StoreOps),
@@ -310,6 +331,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       "acquireLease" | "renewLease" | "releaseLease" | "getLease" | "listLeases" | "claimDeliveries"
     >),
     transaction,
+    ...lending,
     recordRunStart: batched(runUnits.start),
     recordRunEnd: batched(runUnits.end),
     watch(listener) {
