@@ -146,10 +146,12 @@ async function runEndThrough(tx: StoreOps, unit: RunEndUnit, store: SessionStore
   return { ended: true, delivery, entry, ...(nextStarted === undefined ? {} : { nextStarted }) };
 }
 
-/** Records `run` (as it starts: `running`) only while its record is still `queued` and `owner`'s. */
-async function startQueued(tx: StoreOps, run: RunRecord, owner: string | undefined): Promise<boolean> {
-  const current = await tx.getRun(run.runId);
-  if (current?.status !== "queued" || current.owner !== owner) return false;
+/**
+ * Records `run` (as it starts: `running`) only while it is still under way and `owner`'s (`endRun`'s fence): a run
+ * queued on this gateway's lane cannot be running yet unless another gateway took it over, and then it is not
+ * `owner`'s.
+ */
+function startQueued(tx: StoreOps, run: RunRecord, owner: string | undefined): Promise<boolean> {
   return tx.endRun(run, owner);
 }
 
