@@ -60,15 +60,17 @@ export const MAX_LINE_BYTES = 4000;
 function line(record: WitnessRecord): string {
   let text = JSON.stringify(record);
   const field = record.kind === "exec-start" ? "input" : record.kind === "delivery" ? "text" : undefined;
-  while (Buffer.byteLength(text) + 1 > MAX_LINE_BYTES) {
+  while (Buffer.byteLength(text) + 2 > MAX_LINE_BYTES) {
     const value = field === undefined ? "" : String((record as unknown as Record<string, string>)[field]);
     if (value === "") throw new Error(`witness: a ${record.kind} record does not fit in one line`);
     // Shrinks by the share of the line that is too much (a few rounds at most: escapes make bytes uneven).
-    const keep = Math.floor((value.length * MAX_LINE_BYTES) / (Buffer.byteLength(text) + 1));
+    const keep = Math.floor((value.length * MAX_LINE_BYTES) / (Buffer.byteLength(text) + 2));
     record = { ...record, [field as string]: value.slice(0, Math.min(keep, value.length - 1)) };
     text = JSON.stringify(record);
   }
-  return `${text}\n`;
+  // A newline first too: a write that a SIGKILL cut short (Linux stops a write at a page boundary once a fatal signal
+  // is pending) stays a line of its own, and the next process's line starts clean.
+  return `\n${text}\n`;
 }
 
 export interface Witness {
@@ -96,7 +98,8 @@ export function createWitness(file: string): Witness {
 
 /**
  * The records of `file` in the order they were appended: none when it does not exist yet; a last line without its
- * newline (a write under way, as read) is left out. Any other line that does not parse is an error.
+ * newline (a write under way, as read) is left out, and so is a line cut short (it does not end its object: its
+ * writer was killed mid-write). Any other line that does not parse is an error.
  */
 export function readWitness(file: string): WitnessRecord[] {
   let content: string;
@@ -108,7 +111,16 @@ export function readWitness(file: string): WitnessRecord[] {
   }
   const lines = content.split("\n");
   lines.pop();
-  return lines.filter((each) => each !== "").map((each) => JSON.parse(each) as WitnessRecord);
+  const records: WitnessRecord[] = [];
+  for (const each of lines) {
+    if (each === "") continue;
+    try {
+      records.push(JSON.parse(each) as WitnessRecord);
+    } catch (error) {
+      if (each.endsWith("}")) throw error;
+    }
+  }
+  return records;
 }
 
 /** The duration rule of the fault tests' runner: `slow:<ms>` anywhere in a message's text, else `fallbackMs`. */
