@@ -140,19 +140,11 @@ async function runEndThrough(tx: StoreOps, unit: RunEndUnit, store: SessionStore
   const delivery = unit.delivery === undefined ? undefined : await tx.enqueueDelivery(unit.delivery);
   // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is undone.
   if (!(await tx.endRun(run, unit.owner))) throw new EndedElsewhere();
-  // The next run starts with it, fenced as its own start would be: still queued, and the owner's.
+  // The next run starts with it, fenced as its own start would be (`endRun`: under way and the owner's; a run queued
+  // on this gateway's lane is running only if another gateway took it over, and then it is not the owner's).
   const next = unit.next;
-  const nextStarted = next === undefined ? undefined : await startQueued(tx, next, unit.owner);
+  const nextStarted = next === undefined ? undefined : await tx.endRun(next, unit.owner);
   return { ended: true, delivery, entry, ...(nextStarted === undefined ? {} : { nextStarted }) };
-}
-
-/**
- * Records `run` (as it starts: `running`) only while it is still under way and `owner`'s (`endRun`'s fence): a run
- * queued on this gateway's lane cannot be running yet unless another gateway took it over, and then it is not
- * `owner`'s.
- */
-function startQueued(tx: StoreOps, run: RunRecord, owner: string | undefined): Promise<boolean> {
-  return tx.endRun(run, owner);
 }
 
 /** The session entry after a run's end (a copy). */
