@@ -8,6 +8,8 @@ import { KnownTails } from "./known-tails.js";
  */
 type Step =
   | { op: "ours"; text: string }
+  | { op: "oursLate"; text: string }
+  | { op: "heard"; reversed: boolean }
   | { op: "theirs"; text: string }
   | { op: "delete" }
   | { op: "read"; limit: number; back: number };
@@ -21,6 +23,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({ op: fc.constant("theirs" as const), text: fc.string({ maxLength: 3 }) }),
   },
+  {
+    weight: 3,
+    arbitrary: fc.record({ op: fc.constant("oursLate" as const), text: fc.string({ maxLength: 3 }) }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("heard" as const), reversed: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ op: "delete" as const }) },
   {
     weight: 4,
@@ -38,13 +45,20 @@ describe("known transcript tails", () => {
       fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
         const tails = new KnownTails();
         let transcript: string[] = [];
+        // Our appends committed but not heard of yet (group commit: batches on several connections).
+        let unheard: { seq: number; text: string }[] = [];
         const text = (content: string) => JSON.stringify({ role: "user", content });
         for (const s of steps) {
-          if (s.op === "ours" || s.op === "theirs") {
+          if (s.op === "ours" || s.op === "theirs" || s.op === "oursLate") {
             transcript.push(text(s.text));
             if (s.op === "ours") tails.add("k", transcript.length, text(s.text));
+            if (s.op === "oursLate") unheard.push({ seq: transcript.length, text: text(s.text) });
+          } else if (s.op === "heard") {
+            if (s.reversed) unheard.reverse();
+            for (const { seq, text } of unheard.splice(0)) tails.add("k", seq, text);
           } else if (s.op === "delete") {
             transcript = [];
+            unheard = [];
             tails.forget("k");
           } else {
             const beforeSeq = Math.max(1, transcript.length + 1 - s.back);
@@ -82,6 +96,20 @@ describe("known transcript tails", () => {
     // Seq 3 is another gateway's: a window up to 4 is not known, one up to 2 still is.
     tails.add("k", 4, m("d"));
     expect(tails.read("k", 50, 5)).toBeUndefined();
-    expect(tails.read("k", 1, 5)).toEqual([{ role: "user", content: "d", seq: 4 }]);
+    expect(tails.read("k", 50, 3)).toHaveLength(2);
+    // Once read from the database, the window is known, and so is the tail past it.
+    tails.fill("k", 1, [m("a"), m("b"), m("c")]);
+    expect(tails.read("k", 50, 5)?.map((message) => message.seq)).toEqual([1, 2, 3, 4]);
+  });
+
+  it("joins this gateway's appends heard out of order (group commit) into one tail", () => {
+    const tails = new KnownTails();
+    const m = (content: string) => JSON.stringify({ role: "user", content });
+    tails.add("k", 1, m("a"));
+    tails.add("k", 4, m("d"));
+    tails.add("k", 3, m("c"));
+    expect(tails.read("k", 50, 5)).toBeUndefined();
+    tails.add("k", 2, m("b"));
+    expect(tails.read("k", 50, 5)?.map((message) => message.content)).toEqual(["a", "b", "c", "d"]);
   });
 });

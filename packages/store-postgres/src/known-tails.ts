@@ -14,6 +14,11 @@ interface Tail {
    */
   texts: string[];
   last: number;
+  /**
+   * Messages known past a gap (`last + 1` not known yet), by seq: group commit lets this gateway hear of its own
+   * appends out of order (batches on different connections), so a later seq may come before an earlier one.
+   */
+  ahead?: Map<number, string> | undefined;
 }
 
 /**
@@ -21,8 +26,9 @@ interface Tail {
  * its input — comes from memory instead of a round trip. Other gateways append to the same transcripts, so nothing
  * here is taken to be the newest: a window is served only when every sequence number it spans is known, and
  * sequence numbers are contiguous per session, so a message another gateway appended in between shows as a gap
- * (then the store reads it). Messages never change once written; a transcript deleted starts again at 1, which a
- * known tail notices (an append that does not follow it starts the tail over) and which the change feed reports
+ * (then the store reads it; this gateway's own appends, heard out of order under group commit, fill their gaps).
+ * Messages never change once written; a transcript deleted starts again at 1, which a known tail notices (an append
+ * at or before its end with another text starts it over) and which the change feed reports
  * (`forget`). Fed only with committed state. What that leaves: between another gateway deleting a transcript and
  * this one hearing of it (the notification's latency, milliseconds), a window of the old messages may still be served
  * here unless this gateway appended to the new transcript meanwhile (a run always has: its input).
@@ -30,16 +36,25 @@ interface Tail {
 export class KnownTails {
   private readonly tails = new Map<string, Tail>();
 
-  /** A message committed at `seq` (its JSON text): extends the known tail, or starts it over when it does not follow. */
+  /**
+   * A message committed at `seq` (its JSON text): extends the known tail; one past a gap waits (up to a tail's
+   * length) for the gap to be filled by this gateway's own appends, heard out of order; one at or before the tail's
+   * end with another text means the transcript started over, and so does the tail.
+   */
   add(key: string, seq: number, text: string): void {
     const tail = this.touch(key);
     if (tail !== undefined && seq === tail.last + 1) {
       tail.texts.push(text);
       tail.last = seq;
-      if (tail.texts.length > PER_SESSION) tail.texts.splice(0, tail.texts.length - PER_SESSION);
+      this.drain(tail);
       return;
     }
     if (tail !== undefined && seq <= tail.last && this.textAt(tail, seq) === text) return;
+    if (tail !== undefined && seq > tail.last + 1 && (tail.ahead?.size ?? 0) < PER_SESSION) {
+      tail.ahead ??= new Map();
+      tail.ahead.set(seq, text);
+      return;
+    }
     this.set(key, { texts: [text], last: seq });
   }
 
@@ -50,7 +65,9 @@ export class KnownTails {
     const tail = this.touch(key);
     // A tail that already runs past what was read (a reply appended meanwhile) stays as it is.
     if (tail !== undefined && tail.last > last) return;
-    this.set(key, { texts: texts.slice(-PER_SESSION), last });
+    const filled: Tail = { texts: texts.slice(-PER_SESSION), last, ahead: tail?.ahead };
+    this.set(key, filled);
+    this.drain(filled);
   }
 
   /** The newest `limit` messages before `beforeSeq`, oldest first, when every one of them is known. */
@@ -81,6 +98,21 @@ export class KnownTails {
 
   forget(key: string): void {
     this.tails.delete(key);
+  }
+
+  /** Takes into the tail what waited past a gap that is now filled, and keeps at most a tail's length. */
+  private drain(tail: Tail): void {
+    const ahead = tail.ahead;
+    if (ahead !== undefined) {
+      for (let text = ahead.get(tail.last + 1); text !== undefined; text = ahead.get(tail.last + 1)) {
+        ahead.delete(tail.last + 1);
+        tail.texts.push(text);
+        tail.last++;
+      }
+      for (const seq of ahead.keys()) if (seq <= tail.last) ahead.delete(seq);
+      if (ahead.size === 0) tail.ahead = undefined;
+    }
+    if (tail.texts.length > PER_SESSION) tail.texts.splice(0, tail.texts.length - PER_SESSION);
   }
 
   private textAt(tail: Tail, seq: number): string | undefined {

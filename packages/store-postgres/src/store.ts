@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { type Logger, SessionsError, silentLogger } from "@sessions/core";
-import type { SessionStore, StoreChange, StoreOps } from "@sessions/gateway";
+import type { SessionStore, StoreChange, StoredEntry, StoreOps } from "@sessions/gateway";
 import pg from "pg";
 import { createBatcher } from "./batcher.js";
 import { createPublisher, createReassembler } from "./broadcast.js";
 import { listenForChanges, notifySql } from "./change-feed.js";
+import { createEntryReads } from "./entry-reads.js";
 import { toStoreError, withStoreErrors } from "./errors.js";
 import { KnownTails } from "./known-tails.js";
 import { createLeaseOperations } from "./leases.js";
@@ -256,6 +257,25 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       }
     };
   }
+  // An entry read outside a unit: those asked for together share a statement (`chat.send` and `agent` read the
+  // session's entry before they start a run, so a busy gateway reads many at once).
+  const entryReads = createEntryReads(s);
+  const readEntry = createBatcher<string, StoredEntry | undefined>({
+    one: (key) => entryReads.one(units.db(), key),
+    many: (keys) => entryReads.many(units.db(), keys),
+    concurrency: 2,
+    maxBatch: 256,
+  });
+  const getEntryInUnit = direct.getEntry as StoreOps["getEntry"];
+  direct.getEntry = async (key: string) => {
+    if (units.current() !== undefined) return getEntryInUnit(key);
+    check();
+    try {
+      return await readEntry(key);
+    } catch (error) {
+      throw toStoreError(error, where);
+    }
+  };
   // A run's start and end, one statement each: inside a caller's unit they join it (its commit announces them);
   // outside one, those that arrive together share a statement and a transaction (group commit), on up to half
   // the pool's connections.
