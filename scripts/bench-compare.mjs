@@ -69,7 +69,15 @@ if (!values["no-build"]) run("pnpm", ["build"], root);
 function measure(checkout) {
   const result = spawnSync(
     process.execPath,
-    [join(root, "scripts/bench-headline.mjs"), "--root", checkout, "--scale", values.scale],
+    [
+      "--import",
+      "tsx",
+      join(root, "scripts/bench-headline.mjs"),
+      "--root",
+      checkout,
+      "--scale",
+      values.scale,
+    ],
     { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 24 },
   );
   const line = result.stdout.trim().split("\n").at(-1);

@@ -4,12 +4,13 @@
 // @sessions/gateway in process. Prints one JSON line of figures (and progress on stderr). `bench-compare.mjs` runs
 // it on a base and on this checkout, interleaved.
 //
-//   node scripts/bench-headline.mjs [--root <checkout>] [--scale smoke|small|full]
+//   node --import tsx scripts/bench-headline.mjs [--root <checkout>] [--scale smoke|small|full]
 //
 // Figures: runs/s through serve (`chat.send` then `agent.wait`, 200 in flight over 100 sessions) and in process
-// (`gateway.call("agent")` then `agent.wait`, the same shape); `sessions.list` limit 100 p50 over `sessions` seeded
-// sessions; `chat.history` limit 50 p50 on a `messages`-message transcript; connect + hello p50 (a new client each
-// time, through serve); the store's size on disk once seeded. The checkout must be built (`pnpm build`).
+// (`gateway.call("agent")` then `agent.wait`, the same shape); `sessions.list` limit 100 p50 over the seeded
+// sessions (the gateway bench's mix, its seed.ts); `chat.history` limit 50 p50 on the long transcript; connect +
+// hello p50 (a new client each time, through serve); the store's size on disk once seeded. The checkout must be
+// built (`pnpm build`).
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -45,6 +46,14 @@ const { createGatewayClient } = await import(
   pathToFileURL(join(here, "../packages/gateway-client/dist/index.js")).href
 );
 const gatewayPackage = await dist("gateway");
+// The data: the gateway bench's seed (TypeScript: this script runs under `node --import tsx`).
+const benchFile = (name) => pathToFileURL(join(here, "../packages/gateway/bench", name)).href;
+const { seedEntry, transcriptMessage } = await import(benchFile("seed.ts")).catch((error) => {
+  throw new Error(
+    `run this script with \`node --import tsx\` (it reads packages/gateway/bench/seed.ts): ${error}`,
+  );
+});
+const { prng } = await import(benchFile("kit.ts"));
 
 const p50 = (samples) => {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -76,67 +85,26 @@ async function runsPerSecond(count, prefix, start, wait) {
   return count / ((performance.now() - at) / 1000);
 }
 
-const LOREM =
-  "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore " +
-  "magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo.";
-const CHANNELS = ["discord", "telegram", "slack", "matrix"];
-
-/** A session of a busy deployment: a group room or a direct chat, with what a real entry carries. */
-function entry(i, now) {
-  const channel = CHANNELS[i % CHANNELS.length];
-  const group = i % 3 !== 0;
-  const to = group ? `channel:${i}` : `user${i}`;
-  return {
-    key: `agent:main:${channel}:${group ? "group" : "direct"}:${group ? i : to}`,
-    sessionId: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
-    agentId: "main",
-    kind: group ? "group" : "direct",
-    chatType: group ? "group" : "direct",
-    channel,
-    displayName: group ? `#room-${i}` : `User ${i}`,
-    createdAt: now - 7 * 86_400_000,
-    updatedAt: now - i * 1_000,
-    model: i % 2 === 0 ? "gpt-5-mini" : "claude-sonnet",
-    inputTokens: (i * 7919) % 50_000,
-    outputTokens: (i * 104_729) % 10_000,
-    systemSent: true,
-    deliveryContext: { channel, to, accountId: "default" },
-    lastChannel: channel,
-    lastTo: to,
-    lastAccountId: "default",
-  };
-}
-
-/** Message `i` of the long transcript: questions and answers of a few hundred characters. */
-const message = (i, ts) =>
-  i % 2 === 0
-    ? {
-        role: "user",
-        content: `Question ${i}: ${LOREM.slice(0, 40 + (i % 120))}`,
-        ts,
-        sender: { id: "u42", name: "Ada", channel: "discord" },
-      }
-    : {
-        role: "assistant",
-        content: `Answer ${i}: ${LOREM.slice(0, 80 + (i % 150))}`,
-        ts,
-        runId: `run-${i >> 1}`,
-      };
-
-/** The sessions and the long transcript the reads are measured on, written through the checkout's own store. */
+/**
+ * The sessions and the long transcript the reads are measured on: the gateway bench's realistic mix (seed.ts:
+ * group rooms, direct chats, sub-agents, cron jobs… with what real entries carry), written through the checkout's
+ * own store.
+ */
 async function seed(path) {
   const store = gatewayPackage.createSqliteStore({ path });
   const now = Date.now();
+  const rand = prng(42);
   for (let from = 0; from < size.sessions; from += 1_000) {
     await store.transaction(async (tx) => {
-      for (let i = from; i < Math.min(size.sessions, from + 1_000); i++) await tx.putEntry(entry(i, now));
+      for (let i = from; i < Math.min(size.sessions, from + 1_000); i++)
+        await tx.putEntry(seedEntry(i, rand, now));
     });
   }
-  await store.putEntry({ ...entry(size.sessions, now), key: HISTORY_KEY, updatedAt: now });
+  await store.putEntry({ ...seedEntry(size.sessions, rand, now), key: HISTORY_KEY, updatedAt: now });
   for (let from = 0; from < size.messages; from += 2_000) {
     await store.transaction(async (tx) => {
       for (let i = from; i < Math.min(size.messages, from + 2_000); i++) {
-        await tx.appendMessage(HISTORY_KEY, message(i, now - (size.messages - i) * 1_000));
+        await tx.appendMessage(HISTORY_KEY, transcriptMessage(i + 1, now - (size.messages - i) * 1_000));
       }
     });
   }
