@@ -45,7 +45,8 @@ describe("entry reads outside a unit", () => {
 
   it("reads what another gateway committed before the read was asked, while others' reads are under way", async () => {
     const schema = freshSchema("reads_fresh");
-    const [a, b]: SessionStore[] = [await stores.open(schema), await stores.open(schema)];
+    const a: SessionStore = await stores.open(schema);
+    const b: SessionStore = await stores.open(schema);
     const key = "agent:main:shared";
     for (let round = 1; round <= 20; round++) {
       // Gateway A keeps its read connections busy; gateway B writes; the read asked after B's commit sees it.
