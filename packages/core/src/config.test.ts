@@ -25,7 +25,7 @@ describe("parseSessionsConfig", () => {
       threadBindings: { enabled: true, idleHours: 24, maxAgeHours: 0 },
     });
     expect(config.tools.sessions.visibility).toBe("tree");
-    expect(config.tools.agentToAgent).toEqual({ enabled: false, allow: [] });
+    expect(config.tools.agentToAgent).toEqual({ enabled: false, allow: [], maxBroadcastTargets: 20 });
     expect(config.tools.subagents.tools.deny).toEqual([
       "sessions_list",
       "sessions_history",

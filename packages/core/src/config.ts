@@ -101,6 +101,9 @@ const ChannelConfigSchema = z.looseObject({
     .optional(),
 });
 
+/** `tools.agentToAgent.maxBroadcastTargets` when unset. */
+export const DEFAULT_MAX_BROADCAST_TARGETS = 20;
+
 /** The whole configuration the session tools read (SPEC sections 1–8), with every default filled in. */
 export const SessionsConfigSchema = z
   .strictObject({
@@ -136,6 +139,8 @@ export const SessionsConfigSchema = z
           .strictObject({
             enabled: z.boolean().default(false),
             allow: z.array(z.string().trim().min(1)).default([]),
+            /** The most sessions one `sessions_send` broadcast (by label) may reach; more matching is refused. */
+            maxBroadcastTargets: z.int().min(1).max(1000).default(DEFAULT_MAX_BROADCAST_TARGETS),
           })
           .prefault({}),
         subagents: z

@@ -21,6 +21,8 @@ export const LIMITS = {
   extraSystemPrompt: 64 * 1024,
   /** Session labels, set or filtered on. */
   label: 200,
+  /** Items in `labels` of a `sessions_send` broadcast. */
+  labels: 32,
   /** The free-text `search` filter of `sessions.list`, and the `query` of `sessions.search` and `sessions_list`. */
   search: 200,
   /** Items in `keys` or `runIds` of one `sessions.subscribe` / `sessions.unsubscribe` call. */

@@ -37,7 +37,8 @@ describe("sessionTools contracts", () => {
     }
     const list = sessionTools.sessions_list.jsonSchema.properties as Record<string, { type?: string }>;
     expect(list.limit?.type).toBe("integer");
-    expect(sessionTools.sessions_send.jsonSchema.required).toEqual(["sessionKey", "message"]);
+    // sessionKey, label or labels: which one is checked by zod (a JSON Schema `oneOf` is what providers reject).
+    expect(sessionTools.sessions_send.jsonSchema.required).toEqual(["message"]);
     expect(sessionTools.sessions_spawn.jsonSchema.required).toEqual(["task"]);
   });
 
@@ -61,6 +62,9 @@ describe("sessionTools contracts", () => {
       ["sessions_send", { sessionKey: "main", message: "hi", timeoutSeconds: 0 }],
       ["sessions_send", { sessionKey: "main", message: "" }],
       ["sessions_send", { sessionKey: "main", message: "hi", timeoutSeconds: -1 }],
+      ["sessions_send", { label: "ops", message: "hi" }],
+      ["sessions_send", { labels: ["ops", "dev"], agentId: "main", message: "hi", timeoutSeconds: 0 }],
+      ["sessions_send", { labels: [], message: "hi" }],
       ["sessions_spawn", { task: "t", thread: true, mode: "session", cleanup: "delete" }],
       ["sessions_spawn", { task: "t", mode: "fork" }],
       ["agents_list", {}],
@@ -126,6 +130,11 @@ describe("parseToolParams", () => {
     ["sessions_send", { sessionKey: "main", message: "   " }, "message"],
     ["sessions_send", { sessionKey: "main", message: "x".repeat(MAX_MESSAGE_BYTES + 1) }, "message"],
     ["sessions_send", { sessionKey: "main", message: "hi", timeoutSeconds: 2.5 }, "timeoutSeconds"],
+    ["sessions_send", { message: "hi" }, "sessionKey"],
+    ["sessions_send", { sessionKey: "main", label: "ops", message: "hi" }, "label"],
+    ["sessions_send", { label: "ops", labels: ["dev"], message: "hi" }, "labels"],
+    ["sessions_send", { sessionKey: "main", agentId: "ops", message: "hi" }, "agentId"],
+    ["sessions_send", { labels: [], message: "hi" }, "labels"],
     ["sessions_spawn", { task: "t", mode: "session" }, "mode"],
     ["sessions_spawn", { task: "t", cleanup: "purge" }, "cleanup"],
     ["sessions_spawn", {}, "task"],
@@ -168,6 +177,9 @@ const LIMIT_CASES: readonly LimitCase[] = [
   ["sessions_history", "deliveryId", "id"],
   ["sessions_send", "sessionKey", "key"],
   ["sessions_send", "message", "toolMessageBytes"],
+  ["sessions_send", "label", "label"],
+  ["sessions_send", "labels", "labels", "ops"],
+  ["sessions_send", "agentId", "id"],
   ["sessions_spawn", "task", "toolMessageBytes"],
   ["sessions_spawn", "label", "label"],
   ["sessions_spawn", "agentId", "id"],
@@ -182,6 +194,12 @@ const LIMIT_BASE: Record<(typeof SESSION_TOOL_NAMES)[number], Record<string, unk
   sessions_spawn: { task: "t" },
   agents_list: {},
 };
+
+/** The other parameters a case's field is given with: a broadcast's fields go without a sessionKey. */
+function baseFor(name: (typeof SESSION_TOOL_NAMES)[number], field: string): Record<string, unknown> {
+  if (name !== "sessions_send" || !["label", "labels", "agentId"].includes(field)) return LIMIT_BASE[name];
+  return { message: "hi", ...(field === "agentId" ? { label: "ops" } : {}) };
+}
 
 function sized(length: number, item: unknown): unknown {
   return item === undefined ? "x".repeat(length) : Array.from({ length }, () => item);
@@ -205,8 +223,10 @@ describe("tool parameter limits", () => {
     "%s %s: at the maximum is accepted, one over → invalid_params",
     (name, field, limit, item) => {
       const max = LIMITS[limit];
-      expect(() => parseToolParams(name, { ...LIMIT_BASE[name], [field]: sized(max, item) })).not.toThrow();
-      const error = paramsError(name, { ...LIMIT_BASE[name], [field]: sized(max + 1, item) });
+      expect(() =>
+        parseToolParams(name, { ...baseFor(name, field), [field]: sized(max, item) }),
+      ).not.toThrow();
+      const error = paramsError(name, { ...baseFor(name, field), [field]: sized(max + 1, item) });
       expect(error.code).toBe("invalid_params");
       expect(error.field).toBe(field);
       expect(error.message).toContain(field);
@@ -233,7 +253,7 @@ describe("tool parameter limits", () => {
         ([name, field, limit, item], over, char) => {
           const length = LIMITS[limit] + over;
           const value = item === undefined ? char.repeat(length) : sized(length, item);
-          const error = paramsError(name, { ...LIMIT_BASE[name], [field]: value });
+          const error = paramsError(name, { ...baseFor(name, field), [field]: value });
           expect(error.code).toBe("invalid_params");
           expect(error.field).toBe(field);
         },

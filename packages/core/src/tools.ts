@@ -264,19 +264,66 @@ export const SessionsHistoryResult = z.object({
 
 // ---------------------------------------------------------------- sessions_send
 
-/** `sessions_send` parameters. */
-export const SessionsSendParams = z.strictObject({
-  sessionKey: sessionKeyParam,
-  message: messageText("message").describe("The message to deliver into the target session."),
-  timeoutSeconds: z
-    .int()
-    .min(0)
-    .default(30)
-    .describe("Seconds to wait for the reply (default 30). 0 = fire-and-forget: returns status accepted."),
-});
+const labelParam = z.string().trim().min(1).max(LIMITS.label);
 
-/** `sessions_send` result: the run id, its status, and the reply when it came in time. */
-export const SessionsSendResult = z.object({
+/**
+ * `sessions_send` parameters: one target (`sessionKey`), or a broadcast to every session carrying a label (`label`,
+ * or any of `labels`; `agentId` narrows it to one agent's sessions). Exactly one of `sessionKey`, `label`, `labels`.
+ */
+export const SessionsSendParams = z
+  .strictObject({
+    sessionKey: sessionKeyParam.optional(),
+    label: labelParam
+      .optional()
+      .describe(
+        "Instead of sessionKey: send to every session with this label that you can see (a broadcast; each target answers on its own).",
+      ),
+    labels: z
+      .array(labelParam)
+      .min(1)
+      .max(LIMITS.labels)
+      .optional()
+      .describe("Instead of sessionKey: send to every session you can see whose label is one of these."),
+    agentId: z
+      .string()
+      .trim()
+      .min(1)
+      .max(LIMITS.id)
+      .transform((id) => normalizeAgentId(id))
+      .optional()
+      .describe("With label or labels: only that agent's sessions."),
+    message: messageText("message").describe("The message to deliver into the target session(s)."),
+    timeoutSeconds: z
+      .int()
+      .min(0)
+      .default(30)
+      .describe(
+        "Seconds to wait for the reply (for a broadcast: for every reply, at once; default 30). 0 = fire-and-forget: returns status accepted.",
+      ),
+  })
+  .superRefine((params, issues) => {
+    const given = (["sessionKey", "label", "labels"] as const).filter((name) => params[name] !== undefined);
+    if (given.length !== 1) {
+      issues.addIssue({
+        code: "custom",
+        path: [given[1] ?? "sessionKey"],
+        message:
+          given.length === 0
+            ? "give sessionKey (one session), or label or labels (every session with that label)"
+            : `give one of sessionKey, label and labels, not ${given.join(" and ")}`,
+      });
+    }
+    if (params.agentId !== undefined && params.sessionKey !== undefined) {
+      issues.addIssue({
+        code: "custom",
+        path: ["agentId"],
+        message: "agentId narrows a broadcast (label or labels); a sessionKey already names its agent",
+      });
+    }
+  });
+
+/** What one target of `sessions_send` answered: the run id, its status, and the reply when it came in time. */
+const SessionsSendOutcome = z.object({
   status: ToolStatusSchema,
   runId: z.string().optional(),
   sessionKey: z.string().optional(),
@@ -286,6 +333,17 @@ export const SessionsSendResult = z.object({
   ),
   ...errorFields,
   ...guardFields,
+});
+
+/**
+ * `sessions_send` result: one target's outcome; a broadcast's adds `targets`, each target's own outcome (its
+ * `status` is `ok` or `accepted` when every target's is, else `error`, with what happened in `error`).
+ */
+export const SessionsSendResult = SessionsSendOutcome.extend({
+  targets: z
+    .array(SessionsSendOutcome)
+    .optional()
+    .describe("A broadcast (label or labels): each session it reached or tried to, with its own outcome."),
 });
 
 // ---------------------------------------------------------------- sessions_spawn
@@ -487,7 +545,7 @@ export const sessionTools: { readonly [N in SessionToolName]: SessionToolContrac
   ),
   sessions_send: contract(
     "sessions_send",
-    "Send a message into another session and, unless timeoutSeconds is 0, wait for that session's reply. The message is marked as coming from your session, not from a user.",
+    "Send a message into another session and, unless timeoutSeconds is 0, wait for that session's reply. The message is marked as coming from your session, not from a user. With label (or labels, optionally agentId) instead of sessionKey, send it to every session with that label you can see: each answers on its own, listed in targets.",
     SessionsSendParams,
     SessionsSendResult,
   ),

@@ -284,8 +284,8 @@ describe("createAiSdkRunner (AI SDK v6 mock model, real gateway)", () => {
     }
     const send = tools.find((t) => t.name === "sessions_send");
     expect(send?.type === "function" ? send.inputSchema : undefined).toMatchObject({
-      properties: { sessionKey: expect.any(Object), message: expect.any(Object) },
-      required: expect.arrayContaining(["sessionKey", "message"]),
+      properties: { sessionKey: expect.any(Object), label: expect.any(Object), message: expect.any(Object) },
+      required: ["message"],
     });
 
     // The gateway ran the real tool and recorded the call and its result in the transcript.

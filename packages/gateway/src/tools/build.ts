@@ -12,6 +12,7 @@ import type { ToolCall } from "../runs/cause.js";
 import { appendUnderLane } from "../store/run-units.js";
 import type { RunRecord } from "../store/types.js";
 import { agentsListTool } from "./agents.js";
+import { broadcastTool } from "./broadcast.js";
 import { historyTool } from "./history.js";
 import { listTool } from "./list.js";
 import { searchListTool } from "./list-search.js";
@@ -111,8 +112,13 @@ export async function executeTool(
     }
     case "sessions_history":
       return historyTool(ctx, tool, parseToolParams("sessions_history", raw));
-    case "sessions_send":
-      return sendTool(ctx, tool, parseToolParams("sessions_send", raw), call);
+    case "sessions_send": {
+      const params = parseToolParams("sessions_send", raw);
+      const { sessionKey } = params;
+      return sessionKey === undefined
+        ? broadcastTool(ctx, tool, params, call)
+        : sendTool(ctx, tool, { ...params, sessionKey }, call);
+    }
     case "sessions_spawn":
       return spawnTool(ctx, tool, parseToolParams("sessions_spawn", raw), call);
     case "agents_list":

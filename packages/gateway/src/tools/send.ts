@@ -7,20 +7,33 @@ import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
 import { isFinal, waitRun } from "../runs/wait.js";
 import { channelFor } from "../sessions/entries.js";
+import type { StoredEntry } from "../store/types.js";
 import { budgetRefusal, type GuardRefusal, GuardRefused, guardTree, noteGuard } from "./guards.js";
 import { displayKey, resolveTarget } from "./resolve.js";
 import { type ToolContext, toolContextFor } from "./tool-context.js";
+
+type SendParams = ReturnType<typeof parseToolParams<"sessions_send">>;
 
 /** `sessions_send` (SPEC 5): a run in the target session, optionally waited for; reply-back and announce follow. */
 export async function sendTool(
   ctx: GatewayContext,
   tool: ToolContext,
-  params: ReturnType<typeof parseToolParams<"sessions_send">>,
+  params: SendParams & { sessionKey: string },
   call?: ToolCall,
 ): Promise<SessionsSendResult> {
   const resolved = await resolveTarget(ctx, tool, params.sessionKey, "send");
   if (!("entry" in resolved)) return resolved;
-  const target = resolved.entry;
+  return sendTo(ctx, tool, resolved.entry, params, call);
+}
+
+/** `sessions_send` to `target`, a session the requester may send to. */
+export async function sendTo(
+  ctx: GatewayContext,
+  tool: ToolContext,
+  target: StoredEntry,
+  params: Pick<SendParams, "message" | "timeoutSeconds">,
+  call?: ToolCall,
+): Promise<SessionsSendResult> {
   const sourceChannel = await channelFor(ctx, tool.requesterKey);
   const place = toolCause(call, "sessions_send", tool.traceparent);
   const started = await startRun(ctx, {
