@@ -40,6 +40,61 @@ describe("createFakeTelegramApi", () => {
     expect(api.callsOf("createForumTopic").map((c) => c.status)).toEqual([200, 400]);
   });
 
+  it("keeps the bot's messages as each chat shows them: sent, edited, deleted", async () => {
+    api = await createFakeTelegramApi();
+    const sent = await call("sendMessage", { chat_id: -100, text: "thinking", message_thread_id: 7 });
+    const id = (sent.body.result as { message_id: number }).message_id;
+    await call("sendMessage", { chat_id: 42, text: "elsewhere" });
+    expect(
+      await call("editMessageText", { chat_id: -100, message_id: id, text: "thinking… done" }),
+    ).toMatchObject({
+      status: 200,
+      body: { ok: true, result: { message_id: id, text: "thinking… done", edit_date: expect.any(Number) } },
+    });
+    // Telegram refuses an edit that changes nothing, and one of a message it does not have.
+    expect(
+      await call("editMessageText", { chat_id: -100, message_id: id, text: "thinking… done" }),
+    ).toMatchObject({
+      status: 400,
+      body: { ok: false, error_code: 400, description: expect.stringContaining("message is not modified") },
+    });
+    expect(await call("editMessageText", { chat_id: -100, message_id: 999, text: "x" })).toMatchObject({
+      status: 400,
+      body: { description: "Bad Request: message to edit not found" },
+    });
+    expect(
+      await call("editMessageText", { chat_id: -100, message_id: id, text: "x".repeat(4097) }),
+    ).toMatchObject({
+      status: 400,
+      body: { description: "Bad Request: message is too long" },
+    });
+    expect(api.messages(-100)).toEqual([{ messageId: id, text: "thinking… done", threadId: 7, edits: 1 }]);
+    expect(api.messages("42").map((message) => message.text)).toEqual(["elsewhere"]);
+    expect((await call("deleteMessage", { chat_id: -100, message_id: id })).body).toEqual({
+      ok: true,
+      result: true,
+    });
+    expect((await call("deleteMessage", { chat_id: -100, message_id: id })).status).toBe(400);
+    expect(api.messages(-100)).toEqual([]);
+    expect((await call("sendMessage", { chat_id: 1, text: "" })).body).toMatchObject({
+      description: "Bad Request: message text is empty",
+    });
+  });
+
+  it("streams drafts to private chats only, keeping each draft's latest text", async () => {
+    api = await createFakeTelegramApi();
+    expect((await call("sendMessageDraft", { chat_id: 42, draft_id: 9, text: "Hel" })).body).toEqual({
+      ok: true,
+      result: true,
+    });
+    await call("sendMessageDraft", { chat_id: 42, draft_id: 9, text: "Hello" });
+    expect(api.drafts(42)).toEqual(new Map([[9, "Hello"]]));
+    expect((await call("sendMessageDraft", { chat_id: -100, draft_id: 9, text: "x" })).status).toBe(400);
+    expect((await call("sendMessageDraft", { chat_id: 42, draft_id: 0, text: "x" })).status).toBe(400);
+    // A draft is not a message: the chat shows none.
+    expect(api.messages(42)).toEqual([]);
+  });
+
   it("fails on demand with Telegram's error shape, and rejects unknown methods and tokens", async () => {
     api = await createFakeTelegramApi();
     api.failNext("sendMessage", 1);

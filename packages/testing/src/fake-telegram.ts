@@ -9,6 +9,18 @@ export interface TelegramCall {
   status?: number | undefined;
 }
 
+/** A message of the bot as a chat shows it (see `FakeTelegramApi.messages`). */
+export interface FakeTelegramMessage {
+  messageId: number;
+  text: string;
+  threadId?: number | undefined;
+  /** How many times `editMessageText` changed it. */
+  edits: number;
+}
+
+/** Telegram's limit on a message's text (and a draft's), in characters. */
+const MAX_TEXT = 4096;
+
 /** A Bot API error answer, as `failNext` sends it. */
 export interface FakeTelegramError {
   error_code: number;
@@ -38,13 +50,23 @@ export interface FakeTelegramApi {
   ): void;
   /** Calls of one method. */
   callsOf(method: string): TelegramCall[];
+  /**
+   * The bot's messages in a chat as the chat shows them now: sent by `sendMessage`, changed by `editMessageText`,
+   * gone after `deleteMessage`; oldest first.
+   */
+  messages(chatId: number | string): FakeTelegramMessage[];
+  /** The latest text of each draft `sendMessageDraft` streamed to a private chat, by `draft_id`. */
+  drafts(chatId: number | string): Map<number, string>;
   /** How many `getUpdates` long polls are held open right now, waiting for an update. */
   waitingPolls(): number;
   /** Stops the server (pending long polls end). */
   close(): Promise<void>;
 }
 
-const NOT_A_FORUM = Symbol("not a forum");
+/** A Bot API refusal `handle` answers with (400 and its description). */
+class BadRequest {
+  constructor(readonly description: string) {}
+}
 
 const BOT = {
   id: 7_000_000_001,
@@ -55,8 +77,9 @@ const BOT = {
 
 /**
  * A fake Telegram Bot API on 127.0.0.1 for grammY (`new Bot(token, { client: { apiRoot } })`): it serves
- * `getMe`, long-polled `getUpdates` fed by `pushUpdate`, `sendMessage`, `sendChatAction`, `createForumTopic`,
- * `deleteWebhook` and friends, records every call, and can fail calls on demand (rate limits included).
+ * `getMe`, long-polled `getUpdates` fed by `pushUpdate`, `sendMessage`, `editMessageText`, `deleteMessage`,
+ * `sendMessageDraft`, `sendChatAction`, `createForumTopic`, `deleteWebhook` and friends; keeps the bot's messages
+ * as each chat shows them (`messages`), records every call, and can fail calls on demand (rate limits included).
  */
 export async function createFakeTelegramApi(
   options: { token?: string | undefined; forumChatIds?: readonly (number | string)[] | undefined } = {},
@@ -71,6 +94,22 @@ export async function createFakeTelegramApi(
   let nextUpdateId = 1;
   let nextMessageId = 1000;
   let nextTopicId = 500;
+  const chats = new Map<number, Map<number, FakeTelegramMessage>>();
+  const draftsByChat = new Map<number, Map<number, string>>();
+  const chatOf = (chatId: number) => {
+    let chat = chats.get(chatId);
+    if (chat === undefined) {
+      chat = new Map();
+      chats.set(chatId, chat);
+    }
+    return chat;
+  };
+  /** Telegram's answer to a text it does not take: empty, or past 4096 characters. */
+  const textRefused = (text: unknown): BadRequest | undefined => {
+    if (typeof text !== "string" || text.trim() === "") return new BadRequest("message text is empty");
+    if (text.length > MAX_TEXT) return new BadRequest("message is too long");
+    return undefined;
+  };
 
   /** The error this call of `method` must fail with (see `failNext`), or undefined to serve it. */
   function failureFor(method: string): FakeTelegramError | undefined {
@@ -101,8 +140,17 @@ export async function createFakeTelegramApi(
         return true;
       case "sendMessage": {
         const chatId = Number(params.chat_id);
+        const refused = textRefused(params.text);
+        if (refused !== undefined) return refused;
+        const messageId = nextMessageId++;
+        chatOf(chatId).set(messageId, {
+          messageId,
+          text: String(params.text),
+          ...(typeof params.message_thread_id === "number" ? { threadId: params.message_thread_id } : {}),
+          edits: 0,
+        });
         return {
-          message_id: nextMessageId++,
+          message_id: messageId,
           date: now,
           chat: { id: chatId, type: chatId < 0 ? "supergroup" : "private" },
           from: BOT,
@@ -113,11 +161,54 @@ export async function createFakeTelegramApi(
         };
       }
       case "createForumTopic":
-        if (!forums.has(String(params.chat_id))) return NOT_A_FORUM;
+        if (!forums.has(String(params.chat_id))) return new BadRequest("the chat is not a forum");
         return { message_thread_id: nextTopicId++, name: params.name, icon_color: 7322096 };
       case "closeForumTopic":
       case "editForumTopic":
         return true;
+      case "editMessageText": {
+        const chatId = Number(params.chat_id);
+        const message = chatOf(chatId).get(Number(params.message_id));
+        if (message === undefined) return new BadRequest("message to edit not found");
+        const refused = textRefused(params.text);
+        if (refused !== undefined) return refused;
+        if (message.text === params.text) {
+          return new BadRequest(
+            "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+          );
+        }
+        message.text = String(params.text);
+        message.edits++;
+        return {
+          message_id: message.messageId,
+          date: now,
+          edit_date: now,
+          chat: { id: chatId, type: chatId < 0 ? "supergroup" : "private" },
+          from: BOT,
+          text: message.text,
+        };
+      }
+      case "deleteMessage":
+        if (!chatOf(Number(params.chat_id)).delete(Number(params.message_id))) {
+          return new BadRequest("message to delete not found");
+        }
+        return true;
+      case "sendMessageDraft": {
+        const chatId = Number(params.chat_id);
+        if (!(chatId > 0)) return new BadRequest("drafts can be sent only to private chats");
+        if (!Number.isInteger(params.draft_id) || params.draft_id === 0) {
+          return new BadRequest("draft_id must be a non-zero integer");
+        }
+        const refused = textRefused(params.text);
+        if (refused !== undefined) return refused;
+        let drafts = draftsByChat.get(chatId);
+        if (drafts === undefined) {
+          drafts = new Map();
+          draftsByChat.set(chatId, drafts);
+        }
+        drafts.set(params.draft_id as number, String(params.text));
+        return true;
+      }
       default:
         return undefined;
     }
@@ -175,8 +266,8 @@ export async function createFakeTelegramApi(
       return;
     }
     const result = handle(method, params);
-    if (result === NOT_A_FORUM) {
-      answer(400, { ok: false, error_code: 400, description: "Bad Request: the chat is not a forum" });
+    if (result instanceof BadRequest) {
+      answer(400, { ok: false, error_code: 400, description: `Bad Request: ${result.description}` });
       return;
     }
     if (result === undefined) {
@@ -220,6 +311,8 @@ export async function createFakeTelegramApi(
       failures.set(method, { times, after: options.after ?? 0, error });
     },
     callsOf: (method) => calls.filter((c) => c.method === method),
+    messages: (chatId) => [...(chats.get(Number(chatId))?.values() ?? [])].map((message) => ({ ...message })),
+    drafts: (chatId) => new Map(draftsByChat.get(Number(chatId)) ?? []),
     waitingPolls: () => polls.size,
     async close() {
       for (const wake of [...polls]) wake();
