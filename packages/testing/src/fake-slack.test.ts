@@ -97,6 +97,38 @@ describe("createFakeSlack: Web API", () => {
     expect(slack.callsOf("chat.postMessage")[0]).toMatchObject({ token: acme.botToken, teamId: "T0ACME001" });
   });
 
+  it("changes and deletes the bot's own messages (chat.update, chat.delete), in its own workspace only", async () => {
+    slack = await createFakeSlack();
+    const [acme, globex] = slack.teams as [FakeSlack["teams"][0], FakeSlack["teams"][0]];
+    const sent = await call("chat.postMessage", { channel: "C0GENERAL", text: "thinking" }, acme.botToken);
+    const ts = sent.body.ts as string;
+    expect(
+      (await call("chat.update", { channel: "C0GENERAL", ts, text: "thinking… done" }, acme.botToken)).body,
+    ).toMatchObject({ ok: true, channel: "C0GENERAL", ts, text: "thinking… done" });
+    expect(slack.posted("C0GENERAL")).toEqual([
+      expect.objectContaining({ ts, text: "thinking… done", edits: 1 }),
+    ]);
+    expect(
+      (await call("chat.update", { channel: "C0GENERAL", ts, text: " " }, acme.botToken)).body.error,
+    ).toBe("no_text");
+    expect(
+      (await call("chat.update", { channel: "C0GENERAL", ts: "9.9", text: "x" }, acme.botToken)).body.error,
+    ).toBe("message_not_found");
+    // Another workspace's bot cannot reach it.
+    expect(
+      (await call("chat.update", { channel: "C0GENERAL", ts, text: "x" }, globex.botToken)).body.error,
+    ).toBe("channel_not_found");
+    expect((await call("chat.delete", { channel: "C0GENERAL", ts }, acme.botToken)).body).toEqual({
+      ok: true,
+      channel: "C0GENERAL",
+      ts,
+    });
+    expect(slack.posted("C0GENERAL")).toEqual([]);
+    expect((await call("chat.delete", { channel: "C0GENERAL", ts }, acme.botToken)).body.error).toBe(
+      "message_not_found",
+    );
+  });
+
   it("fails on demand: 429 with Retry-After, or a Slack error, after letting some calls through", async () => {
     slack = await createFakeSlack();
     const token = slack.teams[0]?.botToken as string;

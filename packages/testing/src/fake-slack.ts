@@ -30,7 +30,7 @@ export type SlackFailure =
   | { status: 429; retryAfterSeconds: number }
   | { error: string; needed?: string | undefined };
 
-/** A message the bot posted (`chat.postMessage`), as the fake stored it. */
+/** A message the bot posted (`chat.postMessage`), as the fake stored it: changed by `chat.update`, gone after `chat.delete`. */
 export interface SlackPostedMessage {
   teamId: string;
   channel: string;
@@ -40,6 +40,8 @@ export interface SlackPostedMessage {
   threadTs?: string | undefined;
   user: string;
   botId: string;
+  /** How many times `chat.update` changed it (the text above is the latest). */
+  edits?: number | undefined;
 }
 
 /** Options of {@link createFakeSlack}. */
@@ -73,7 +75,7 @@ export interface FakeSlack {
   readonly calls: SlackCall[];
   /** The calls of one Web API method (`chat.postMessage`, …), in order. */
   callsOf(method: string): SlackCall[];
-  /** What the bot posted, in order (optionally in one channel). */
+  /** What the bot posted, in order (optionally in one channel), as the channel shows it now: edits applied, deleted gone. */
   posted(channel?: string): SlackPostedMessage[];
   /** Makes the next `times` calls of `method` fail (after letting `after` calls through, default 0). */
   failNext(
@@ -201,6 +203,33 @@ export async function createFakeSlack(options: FakeSlackOptions = {}): Promise<F
     };
   }
 
+  /** `chat.update` and `chat.delete`: the bot's own message `ts` in `channel`, changed or removed. */
+  function changeMessage(team: FakeSlackTeam, params: Record<string, unknown>, remove: boolean): Reply {
+    const id = typeof params.channel === "string" ? params.channel : "";
+    if (findChannel(team, id) === undefined) return fail("channel_not_found");
+    const at = posted.findIndex((m) => m.teamId === team.id && m.channel === id && m.ts === params.ts);
+    const message = posted[at];
+    if (message === undefined) return fail("message_not_found");
+    if (remove) {
+      posted.splice(at, 1);
+      return { body: { ok: true, channel: id, ts: message.ts } };
+    }
+    const text = typeof params.text === "string" ? params.text : "";
+    if (text.trim() === "" && params.blocks === undefined) return fail("no_text");
+    if (text.length > 40_000) return fail("msg_too_long");
+    message.text = text;
+    message.edits = (message.edits ?? 0) + 1;
+    return {
+      body: {
+        ok: true,
+        channel: id,
+        ts: message.ts,
+        text,
+        message: { type: "message", text, user: team.botUserId, bot_id: team.botId, app_id: SLACK_APP.appId },
+      },
+    };
+  }
+
   function handle(method: string, params: Record<string, unknown>, token: string | undefined): Reply {
     if (method === "apps.connections.open") {
       if (token === undefined) return fail("not_authed");
@@ -228,6 +257,10 @@ export async function createFakeSlack(options: FakeSlackOptions = {}): Promise<F
         };
       case "chat.postMessage":
         return postMessage(team, params);
+      case "chat.update":
+        return changeMessage(team, params, false);
+      case "chat.delete":
+        return changeMessage(team, params, true);
       case "conversations.info": {
         const channel = team.channels.find((c) => c.id === params.channel);
         return channel === undefined
