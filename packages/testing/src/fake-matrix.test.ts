@@ -96,6 +96,46 @@ describe("fake Matrix homeserver (client-server API over HTTP)", () => {
     ).toMatchObject({ status: 403, json: { errcode: "M_FORBIDDEN" } });
   });
 
+  it("shows the bot's messages with their latest m.replace edit applied, and redacted ones gone", async () => {
+    hs = await createFakeMatrixHomeserver();
+    const room = encodeURIComponent(hs.rooms.ops);
+    const send = (txn: string, content: Record<string, unknown>) =>
+      call(
+        hs as FakeMatrixHomeserver,
+        "PUT",
+        `/_matrix/client/v3/rooms/${room}/send/m.room.message/${txn}`,
+        content,
+      );
+    const first = (await send("a", { msgtype: "m.text", body: "thinking" })).json.event_id as string;
+    const second = (await send("b", { msgtype: "m.text", body: "second" })).json.event_id as string;
+    const edit = (txn: string, target: string, body: string) =>
+      send(txn, {
+        msgtype: "m.text",
+        body: `* ${body}`,
+        "m.new_content": { msgtype: "m.text", body },
+        "m.relates_to": { rel_type: "m.replace", event_id: target },
+      });
+    await edit("e1", first, "thinking… almost");
+    await edit("e2", first, "thinking… done");
+    expect(hs.shown(hs.rooms.ops)).toEqual([
+      { eventId: first, body: "thinking… done", edits: 2 },
+      { eventId: second, body: "second", edits: 0 },
+    ]);
+    const redact = await call(
+      hs,
+      "PUT",
+      `/_matrix/client/v3/rooms/${room}/redact/${encodeURIComponent(second)}/r1`,
+      { reason: "superseded" },
+    );
+    expect(redact.json.event_id).toMatch(/^\$/);
+    expect(hs.shown(hs.rooms.ops).map((message) => message.eventId)).toEqual([first]);
+    expect(
+      (await call(hs, "PUT", `/_matrix/client/v3/rooms/${room}/redact/${encodeURIComponent("$nope")}/r2`, {}))
+        .status,
+    ).toBe(404);
+    expect(hs.shown(hs.rooms.dm)).toEqual([]);
+  });
+
   it("fails calls on demand, with retry_after_ms and a Retry-After header", async () => {
     hs = await createFakeMatrixHomeserver();
     hs.failNext("send", 1, {

@@ -36,6 +36,15 @@ export interface MatrixSentEvent {
   content: Record<string, unknown>;
 }
 
+/** One of the bot's messages as its room shows it now (see `FakeMatrixHomeserver.shown`). */
+export interface MatrixShownMessage {
+  eventId: string;
+  /** The body of its latest `m.replace` edit, or its own. */
+  body: string;
+  /** How many `m.replace` edits the bot sent of it. */
+  edits: number;
+}
+
 /**
  * A running fake homeserver (from {@link createFakeMatrixHomeserver}): log the real matrix-js-sdk in with `baseUrl`,
  * `accessToken` and `userId`, post events with `post(roomId, matrixEvent(…))`, await `synced()`, then read what the
@@ -59,6 +68,11 @@ export interface FakeMatrixHomeserver {
   callsOf(route: string): MatrixCall[];
   /** The bot's messages, in order (one per distinct transaction). */
   sent(): MatrixSentEvent[];
+  /**
+   * The bot's `m.room.message` events in a room as a client shows them: each with its latest `m.replace` edit
+   * applied (the edits themselves not listed), redacted ones gone; oldest first.
+   */
+  shown(roomId: string): MatrixShownMessage[];
   /** Creates a room; returns its id. */
   createRoom(options: FakeMatrixRoomOptions): string;
   /** Posts an event into a room as its `sender` (a fixture from `matrixEvent`); returns the stored event. */
@@ -107,6 +121,7 @@ const ROUTES: Route[] = [
   route("sync", "GET", "/sync"),
   route("send", "PUT", "/rooms/{roomId}/send/{eventType}/{txnId}"),
   route("typing", "PUT", "/rooms/{roomId}/typing/{userId}"),
+  route("redact", "PUT", "/rooms/{roomId}/redact/{eventId}/{txnId}"),
   route("join", "POST", "/join/{roomId}"),
   route("join", "POST", "/rooms/{roomId}/join"),
   route("leave", "POST", "/rooms/{roomId}/leave"),
@@ -173,6 +188,7 @@ export async function createFakeMatrixHomeserver(
   const filters = new Map<string, Record<string, unknown>>();
   const transactions = new Map<string, MatrixSentEvent>();
   const sent: MatrixSentEvent[] = [];
+  const redacted = new Set<string>();
   const syncWaiters = new Set<{ pos: number; resolve: () => void }>();
   const openPolls = new Set<() => void>();
   let syncCount = 0;
@@ -254,6 +270,17 @@ export async function createFakeMatrixHomeserver(
         transactions.set(key, record);
         sent.push(record);
         return reply(res, 200, { event_id: event.event_id });
+      }
+      case "redact": {
+        const target = sent.find((event) => event.roomId === roomId && event.eventId === p.eventId);
+        if (target === undefined) return error(res, 404, "M_NOT_FOUND", "Event not found.");
+        redacted.add(target.eventId);
+        const redaction = world.append(
+          roomId,
+          { type: "m.room.redaction", sender: userId, content: { ...body, redacts: target.eventId } },
+          p.txnId,
+        );
+        return reply(res, 200, { event_id: redaction.event_id });
       }
       case "typing":
       case "receipt":
@@ -418,6 +445,30 @@ export async function createFakeMatrixHomeserver(
     },
     callsOf: (name) => calls.filter((c) => c.route === name),
     sent: () => [...sent],
+    shown(roomId) {
+      const messages = new Map<string, MatrixShownMessage>();
+      for (const event of sent) {
+        if (event.roomId !== roomId || event.type !== "m.room.message" || redacted.has(event.eventId))
+          continue;
+        const relation = event.content["m.relates_to"] as
+          | { rel_type?: unknown; event_id?: unknown }
+          | undefined;
+        if (relation?.rel_type === "m.replace") {
+          // An edit applies to an earlier message of the bot's that is not an edit itself.
+          const original = messages.get(String(relation.event_id));
+          const replacement = event.content["m.new_content"] as { body?: unknown } | undefined;
+          if (original !== undefined && typeof replacement?.body === "string") {
+            original.body = replacement.body;
+            original.edits++;
+          }
+          continue;
+        }
+        const body = typeof event.content.body === "string" ? event.content.body : "";
+        messages.set(event.eventId, { eventId: event.eventId, body, edits: 0 });
+      }
+      for (const eventId of redacted) messages.delete(eventId);
+      return [...messages.values()];
+    },
     createRoom: (roomOptions) => world.createRoom(roomOptions),
     post: (roomId, event) => world.append(roomId, event),
     inviteBot(roomId, inviter) {
