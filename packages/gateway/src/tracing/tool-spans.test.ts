@@ -178,4 +178,41 @@ describe.each(STORE_KINDS)("execute_tool spans of sessions.tools.call on the %s 
     expect(span.status.code).toBe(SpanStatusCode.UNSET);
     expect(named("sessions.tools.call")).toHaveLength(1);
   });
+
+  it("a broadcast by label: one execute_tool span, each target's run a child of it", async () => {
+    h = await harness(kind, { main: async () => "pong" }, { config });
+    const rooms = [OPS, "agent:main:chat:group:dev"];
+    for (const key of ["main", ...rooms]) {
+      await h.gateway.chat.send({ sessionKey: key, message: "hi", idempotencyKey: `k-${key}` });
+    }
+    for (const key of rooms) await h.gateway.sessions.patch({ key, label: "team" });
+    await eventually(async () => expect((await h.gateway.runs.list({})).runs).toEqual([]), "the seed runs");
+    await eventually(
+      () =>
+        expect(exporter.getFinishedSpans().filter((s) => s.name.startsWith("invoke_agent"))).toHaveLength(3),
+      "the seed runs to be traced",
+    );
+    exporter.reset();
+
+    const sent = (await h.gateway.callTool("main", "sessions_send", {
+      label: "team",
+      message: "ping",
+      timeoutSeconds: 60,
+    })) as { status: string; targets: { runId: string }[] };
+    expect(sent.status).toBe("ok");
+    const { span } = await toolCall("sessions_send");
+    const runIds = sent.targets.map((target) => target.runId);
+    await eventually(
+      () =>
+        expect(
+          exporter.getFinishedSpans().filter((s) => runIds.includes(String(s.attributes["sessions.run_id"]))),
+        ).toHaveLength(2),
+      "each target's run span",
+    );
+    for (const run of exporter
+      .getFinishedSpans()
+      .filter((s) => runIds.includes(String(s.attributes["sessions.run_id"])))) {
+      expect(parentId(run)).toBe(span.spanContext().spanId);
+    }
+  });
 });
