@@ -2,6 +2,7 @@ import { SessionsError } from "@sessions/core";
 import type pg from "pg";
 import { HAS_ROOT, ROOT_OF_RUN } from "./operations.js";
 import { SESSION_SEARCH_TEXT, searchVector } from "./search.js";
+import { startTouchingOncePerSecond } from "./start-touch.js";
 
 /** One step of the schema; `up` runs in its own transaction together with its row in `schema_migrations`. */
 export interface Migration {
@@ -431,6 +432,12 @@ export const MIGRATIONS: readonly Migration[] = [
     description:
       "a run's end starts the next run of its session on the same gateway (run_end with the next run)",
     up: VERSION_6,
+  },
+  {
+    version: 7,
+    description:
+      "a run's start moves its session's updated_at only when it is a second or more behind (run_start)",
+    up: (s) => startTouchingOncePerSecond(VERSION_2(s), s),
   },
 ];
 

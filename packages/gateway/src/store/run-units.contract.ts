@@ -9,7 +9,7 @@ const NUL = String.fromCharCode(0);
 const startUnit = (extra: Partial<RunStartUnit> = {}): RunStartUnit => ({
   sessionKey: KEY,
   freshRunId: "fresh",
-  now: 50,
+  now: 5_000,
   input: { role: "user", content: "hello", ts: 50 },
   run: {
     sessionKey: KEY,
@@ -55,7 +55,7 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
         runId: "fresh",
         seq: 2,
       });
-      expect(started.entry).toEqual(entry(KEY, 50, { label: `tab${NUL}bed`, displayName: "naïve ✓" }));
+      expect(started.entry).toEqual(entry(KEY, 5_000, { label: `tab${NUL}bed`, displayName: "naïve ✓" }));
       expect(await store.getEntry(KEY)).toEqual(started.entry);
       expect(await store.getRun("fresh")).toEqual(started.run);
       expect(await store.findRunByIdempotencyKey("idem-1")).toEqual(started.run);
@@ -63,6 +63,20 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
         { role: "user", content: "before", ts: 1, seq: 1 },
         started.input,
       ]);
+      await store.close();
+    });
+
+    it("start: leaves an entry updated less than a second before as it is, and answers it", async () => {
+      const store = await open();
+      await store.putEntry(entry(KEY, 4_001, { label: "busy" }));
+      const started = await recordRunStart(store, startUnit());
+      if (!started.created) throw new Error("not created");
+      expect(started.entry).toEqual(entry(KEY, 4_001, { label: "busy" }));
+      expect(await store.getEntry(KEY)).toEqual(started.entry);
+      // A second or more behind: moved.
+      const later = await recordRunStart(store, startUnit({ freshRunId: "later", now: 5_001 }));
+      expect(later.created && later.entry?.updatedAt).toBe(5_001);
+      expect((await store.getEntry(KEY))?.updatedAt).toBe(5_001);
       await store.close();
     });
 
@@ -89,7 +103,7 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
       );
       expect(again).toEqual({ created: false, run: first.run });
       expect(await store.countMessages(KEY)).toBe(1);
-      expect((await store.getEntry(KEY))?.updatedAt).toBe(50);
+      expect((await store.getEntry(KEY))?.updatedAt).toBe(5_000);
       expect(await store.getRun("other")).toBeUndefined();
       await store.close();
     });

@@ -14,6 +14,13 @@ import type {
 } from "./types.js";
 
 /**
+ * A run's start leaves its session's `updatedAt` alone when it is less than this far behind the start (ms): the
+ * starts of a busy session (a backlog, a burst of messages) do not each rewrite its entry. Its runs' ends always set
+ * it. The Postgres store's `run_start` (schema 7) does the same.
+ */
+export const START_TOUCH_GRAIN_MS = 1000;
+
+/**
  * The two units of work of every run, as store operations. A store may do each natively (`recordRunStart`,
  * `recordRunEnd`: one round trip on Postgres); otherwise they run here, through `transaction`. Both ways do the
  * same thing, and the store contract checks it.
@@ -79,8 +86,9 @@ export async function runStartThrough(
   }
   if (prepare !== undefined) await prepare(tx);
   const current = await tx.getEntry(unit.sessionKey);
-  const entry = current === undefined ? undefined : { ...current, updatedAt: unit.now };
-  if (entry !== undefined) await tx.putEntry(entry);
+  const touch = current !== undefined && current.updatedAt <= unit.now - START_TOUCH_GRAIN_MS;
+  const entry = touch ? { ...current, updatedAt: unit.now } : current;
+  if (touch) await tx.putEntry(entry as StoredEntry);
   const preferred = unit.preferredRunId;
   const runId =
     unit.runId ??

@@ -276,7 +276,11 @@ export interface RunStartUnit {
   runId?: string | undefined;
   preferredRunId?: string | undefined;
   freshRunId: string;
-  /** The session entry (if there is one) gets this `updatedAt`. */
+  /**
+   * The session entry (if there is one) gets this `updatedAt`, unless it is already less than a second behind it
+   * (`START_TOUCH_GRAIN_MS`): a busy session's starts do not each rewrite its entry (its runs' ends always set
+   * `updatedAt`).
+   */
   now: number;
   /** The input message, appended to the transcript with the run's id. */
   input: TranscriptMessage;
