@@ -265,6 +265,13 @@ export const SessionsHistoryResult = z.object({
 // ---------------------------------------------------------------- sessions_send
 
 const labelParam = z.string().trim().min(1).max(LIMITS.label);
+/** An agent id as a tool takes it: trimmed and normalised as session keys spell it. */
+const agentIdParam = z
+  .string()
+  .trim()
+  .min(1)
+  .max(LIMITS.id)
+  .transform((id) => normalizeAgentId(id));
 
 /**
  * `sessions_send` parameters: one target (`sessionKey`), or a broadcast to every session carrying a label (`label`,
@@ -284,14 +291,7 @@ export const SessionsSendParams = z
       .max(LIMITS.labels)
       .optional()
       .describe("Instead of sessionKey: send to every session you can see whose label is one of these."),
-    agentId: z
-      .string()
-      .trim()
-      .min(1)
-      .max(LIMITS.id)
-      .transform((id) => normalizeAgentId(id))
-      .optional()
-      .describe("With label or labels: only that agent's sessions."),
+    agentId: agentIdParam.optional().describe("With label or labels: only that agent's sessions."),
     message: messageText("message").describe("The message to deliver into the target session(s)."),
     timeoutSeconds: z
       .int()
@@ -351,12 +351,7 @@ export const SessionsSendResult = SessionsSendOutcome.extend({
 const SessionsSpawnObject = z.strictObject({
   task: messageText("task").describe("What the sub-agent should do. It reports back when done."),
   label: z.string().trim().min(1).max(LIMITS.label).optional().describe("A short label for logs and lists."),
-  agentId: z
-    .string()
-    .trim()
-    .min(1)
-    .max(LIMITS.id)
-    .transform((id) => normalizeAgentId(id))
+  agentId: agentIdParam
     .optional()
     .describe("Spawn under another agent id (see agents_list for the allowed ids)."),
   model: z

@@ -136,6 +136,16 @@ export async function eventually(assertion: () => void | Promise<void>, what = "
   await waitFor(assertion, what);
 }
 
+/** A message from Sam in the group `#name` of the fake `chat` channel (its session: `agent:main:chat:group:<name>`). */
+export const roomMessage = (name: string, text: string) => ({
+  channel: "chat",
+  chatType: "group" as const,
+  peerId: name,
+  senderId: "sam",
+  to: `group:${name}`,
+  text,
+});
+
 /** The group session the run-tree scenarios send to (`receive` of `treeMessage("ops", …)`). */
 export const TREE_OPS = "agent:main:chat:group:ops";
 

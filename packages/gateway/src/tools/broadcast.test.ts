@@ -1,7 +1,7 @@
 import type { SessionsSendResult } from "@sessions/core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { AgentRunner } from "../runner/types.js";
-import { cleanupDirs, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { cleanupDirs, type Harness, harness, roomMessage, STORE_KINDS } from "../test-kit.js";
 import { messageText } from "../transcript.js";
 
 afterAll(cleanupDirs);
@@ -10,14 +10,7 @@ const room = (name: string, agent = "main") => `agent:${agent}:chat:group:${name
 const A = room("a");
 
 /** A message in the room `#name`. */
-const say = (name: string, text: string) => ({
-  channel: "chat",
-  chatType: "group" as const,
-  peerId: name,
-  senderId: "sam",
-  to: `group:${name}`,
-  text,
-});
+const say = roomMessage;
 
 /**
  * Session A makes the `sessions_send` call it is given (as JSON in its message) and keeps the result; every other

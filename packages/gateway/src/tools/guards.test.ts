@@ -3,7 +3,7 @@ import type { GatewayEvent } from "../gateway.js";
 import type { ScriptedAgent } from "../runner/scripted.js";
 import type { AgentRunner } from "../runner/types.js";
 import type { StoredMessage } from "../store/types.js";
-import { cleanupDirs, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { cleanupDirs, eventually, type Harness, harness, roomMessage, STORE_KINDS } from "../test-kit.js";
 import { messageText } from "../transcript.js";
 
 afterAll(cleanupDirs);
@@ -30,14 +30,7 @@ function relay(next: Record<string, string>): ScriptedAgent {
 }
 
 /** A message in the room `#name`. */
-const say = (name: string, text: string) => ({
-  channel: "chat",
-  chatType: "group" as const,
-  peerId: name,
-  senderId: "sam",
-  to: `group:${name}`,
-  text,
-});
+const say = roomMessage;
 
 const config = (extra: Record<string, unknown> = {}) => ({
   tools: { sessions: { visibility: "agent" as const } },
