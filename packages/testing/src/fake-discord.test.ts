@@ -181,6 +181,23 @@ describe("createFakeDiscordApi with a real discord.js Client", () => {
     expect((unknown as DiscordAPIError).code).toBe(10003);
   });
 
+  it("shows a channel as it is now: message.edit applied, a refused edit changing nothing, deletes gone", async () => {
+    const api = await start();
+    const client = await login(api);
+    const general = textChannel(client, api);
+    const first = await general.send("thinking");
+    const second = await general.send("second");
+    await first.edit("thinking… done");
+    // Past 2,000 characters Discord refuses the edit, and the message stays as it was.
+    await expect(first.edit("x".repeat(2001))).rejects.toMatchObject({ code: 50035, status: 400 });
+    expect(api.messages(api.guild.general.id)).toEqual([
+      { id: first.id, authorId: client.user.id, content: "thinking… done", edited: true },
+      { id: second.id, authorId: client.user.id, content: "second", edited: false },
+    ]);
+    await second.delete();
+    expect(api.messages(api.guild.general.id).map((message) => message.id)).toEqual([first.id]);
+  });
+
   it("creates, uses and archives threads (THREAD_CREATE / THREAD_UPDATE reach the client)", async () => {
     const api = await start();
     const client = await login(api);

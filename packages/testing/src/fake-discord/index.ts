@@ -177,6 +177,16 @@ export async function createFakeDiscordApi(options: FakeDiscordOptions = {}): Pr
       return calls.filter((c) => c.method === upper && (pattern === undefined || pattern.test(c.path)));
     },
     channel: (id) => state.channels.get(id),
+    messages: (channelId) =>
+      [...state.messages.values()]
+        .filter((message) => message.channel_id === channelId)
+        .sort((a, b) => (BigInt(String(a.id)) < BigInt(String(b.id)) ? -1 : 1))
+        .map((message) => ({
+          id: String(message.id),
+          authorId: String((message.author as { id?: unknown } | undefined)?.id ?? ""),
+          content: typeof message.content === "string" ? message.content : "",
+          edited: message.edited_timestamp !== null && message.edited_timestamp !== undefined,
+        })),
     dispatch(event, data) {
       state.learn(event, data);
       return socket.broadcast(event, data);

@@ -135,11 +135,12 @@ export function discordMessageRoutes(state: DiscordState, context: DiscordRestCo
         if ((message.author as DiscordUserData).id !== IDS.bot) {
           return error(403, 50005, "Cannot edit a message authored by another user");
         }
+        // Refused before anything changes: a message Discord refused to edit keeps its content.
+        if (typeof body.content === "string" && body.content.length > 2000) {
+          return invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
+        }
         for (const key of ["content", "embeds", "components", "flags", "attachments"]) {
           if (body[key] !== undefined) message[key] = body[key];
-        }
-        if (typeof message.content === "string" && message.content.length > 2000) {
-          return invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
         }
         message.edited_timestamp = discordTimestamp();
         if (typeof message.content === "string") message.mentions = mentionsIn(message.content);

@@ -105,6 +105,11 @@ export interface FakeDiscordApi {
   /** The current state of a channel or thread the fake knows. */
   channel(id: string): DiscordChannelData | undefined;
   /**
+   * The messages of a channel or thread as it shows them now, oldest first: edits applied (`edited` once one was),
+   * deleted ones gone. The bot's sends and the messages the fake dispatched or learnt.
+   */
+  messages(channelId: string): { id: string; authorId: string; content: string; edited: boolean }[];
+  /**
    * Sends a DISPATCH (op 0, `t` = `event`, increasing `s`) to every identified connection whose intents cover it
    * (message events need GuildMessages or DirectMessages; without MessageContent, guild messages lose their content
    * unless they mention the bot). The fake also learns from it (threads, channels, messages, DM channels).
