@@ -21,6 +21,7 @@ export { formatIssuePath, toSessionsError } from "./schema-errors.js";
 export * from "./search.js";
 export * from "./send-policy.js";
 export * from "./tool-names.js";
+export * from "./tool-registry.js";
 export * from "./tools.js";
 export * from "./trace-context.js";
 export * from "./wire-events.js";

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { SessionsError } from "./errors.js";
 import { LIMITS, type LimitName } from "./limits.js";
 import { SESSION_TOOL_NAMES } from "./tool-names.js";
-import { MAX_MESSAGE_BYTES, parseToolParams, sessionTools, utf8Length } from "./tools.js";
+import { parseToolParams, sessionTools } from "./tool-registry.js";
+import { MAX_MESSAGE_BYTES, utf8Length } from "./tools.js";
 
 function paramsError(name: Parameters<typeof parseToolParams>[0], input: unknown): SessionsError {
   try {

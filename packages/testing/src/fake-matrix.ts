@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { type FakeMatrixRoomOptions, FakeMatrixWorld, type MatrixStoredEvent } from "./fake-matrix-world.js";
 import type { MatrixEventInput } from "./matrix-fixtures.js";
+import { type MatrixShownMessage, shownMessages } from "./matrix-shown.js";
 
 /** One client-server API call the fake received (`/sync` polls are counted in `syncCount`, not recorded). */
 export interface MatrixCall {
@@ -34,15 +35,6 @@ export interface MatrixSentEvent {
   type: string;
   txnId: string;
   content: Record<string, unknown>;
-}
-
-/** One of the bot's messages as its room shows it now (see `FakeMatrixHomeserver.shown`). */
-export interface MatrixShownMessage {
-  eventId: string;
-  /** The body of its latest `m.replace` edit, or its own. */
-  body: string;
-  /** How many `m.replace` edits the bot sent of it. */
-  edits: number;
 }
 
 /**
@@ -445,30 +437,7 @@ export async function createFakeMatrixHomeserver(
     },
     callsOf: (name) => calls.filter((c) => c.route === name),
     sent: () => [...sent],
-    shown(roomId) {
-      const messages = new Map<string, MatrixShownMessage>();
-      for (const event of sent) {
-        if (event.roomId !== roomId || event.type !== "m.room.message" || redacted.has(event.eventId))
-          continue;
-        const relation = event.content["m.relates_to"] as
-          | { rel_type?: unknown; event_id?: unknown }
-          | undefined;
-        if (relation?.rel_type === "m.replace") {
-          // An edit applies to an earlier message of the bot's that is not an edit itself.
-          const original = messages.get(String(relation.event_id));
-          const replacement = event.content["m.new_content"] as { body?: unknown } | undefined;
-          if (original !== undefined && typeof replacement?.body === "string") {
-            original.body = replacement.body;
-            original.edits++;
-          }
-          continue;
-        }
-        const body = typeof event.content.body === "string" ? event.content.body : "";
-        messages.set(event.eventId, { eventId: event.eventId, body, edits: 0 });
-      }
-      for (const eventId of redacted) messages.delete(eventId);
-      return [...messages.values()];
-    },
+    shown: (roomId) => shownMessages(sent, redacted, roomId),
     createRoom: (roomOptions) => world.createRoom(roomOptions),
     post: (roomId, event) => world.append(roomId, event),
     inviteBot(roomId, inviter) {

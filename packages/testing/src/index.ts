@@ -47,6 +47,7 @@ export {
   createFakeTelegramApi,
   type FakeTelegramApi,
   type FakeTelegramError,
+  type FakeTelegramMessage,
   type TelegramCall,
 } from "./fake-telegram.js";
 export {
@@ -55,6 +56,7 @@ export {
   matrixEvent,
   matrixThreadRelation,
 } from "./matrix-fixtures.js";
+export type { MatrixShownMessage } from "./matrix-shown.js";
 export type { MaskOptions } from "./replay/ids.js";
 export {
   type NormalizeOptions,
