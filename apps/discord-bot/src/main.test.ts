@@ -16,7 +16,8 @@ it("plays a short conversation against the fake Discord API and exits 0 (--fake)
       },
     );
     expect(stdout).toMatch(/is listening/);
-    expect(stdout).toMatch(/bot → You said: hello bot \(\/channels\/\d+\/messages\)/);
-    expect(stdout).toMatch(/bot → You said: any news\? \(\/channels\/\d+\/messages\)/);
+    // Streamed: each reply was posted as it began and edited into the whole reply.
+    expect(stdout).toMatch(/bot → You said: hello bot \(\/channels\/\d+\/messages, streamed\)/);
+    expect(stdout).toMatch(/bot → You said: any news\? \(\/channels\/\d+\/messages, streamed\)/);
   }
 });

@@ -18,7 +18,7 @@ if (!token) throw new Error("set DISCORD_TOKEN, or pass --fake");
 // --runner: any module whose default export is an AgentRunner, e.g. createAiSdkRunner({ model }).
 const runner: AgentRunner = values.runner
   ? (await import(pathToFileURL(resolve(values.runner)).href)).default
-  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+  : createScriptedRunner({ agents: {}, fallback: (turn) => turn.write(`You said: ${turn.text}`) });
 
 const { Guilds, GuildMessages, MessageContent, DirectMessages } = GatewayIntentBits;
 const intents = [Guilds, GuildMessages, MessageContent, DirectMessages];
@@ -26,28 +26,40 @@ const rest = { rejectOnRateLimit: () => true, ...(fake ? { api: fake.restUrl } :
 const client = new Client({ intents, partials: [Partials.Channel], rest });
 const adapter = createDiscordAdapter({ client, token });
 const store = fake ? createMemoryStore() : createSqliteStore({ path: ".sessions/discord-bot.db" });
-const gateway = createGateway({ store, runner, adapters: [adapter] });
+// Replies stream into Discord as they are written: one message, edited as it grows (Discord's default is off).
+const config = { channels: { discord: { streaming: "partial" as const } } };
+const gateway = createGateway({ store, runner, adapters: [adapter], config });
 adapter.attach(gateway);
 client.on(Events.ClientReady, (ready) => console.log(`${ready.user.tag} is listening`));
 // Instead of client.login(token): the gateway opens the socket while it holds the bot's lease (at once here).
 gateway.holdConnection(adapter.connection);
 if (fake) {
   await new Promise((done) => client.once(Events.ClientReady, done));
-  for (const [name, content] of [
+  const said = [
     ["guild-text", "hello bot"],
     ["thread-text", "any news?"],
-  ] as const) {
+  ] as const;
+  for (const [name, content] of said) {
     fake.dispatch("MESSAGE_CREATE", discordMessage(name, { content }));
     console.log(`user → ${content}`);
   }
-  const replies = () => fake.callsOf("POST", "/channels/:id/messages");
-  // Fails (after 60 s) rather than printing a conversation with replies missing.
+  // The bot's messages as each channel shows them now: streamed ones edited into the whole reply.
+  const channels = () =>
+    new Set(fake.callsOf("POST", "/channels/:id/messages").map((c) => c.path.split("/")[2]));
+  const shown = () =>
+    [...channels()].flatMap((id = "") =>
+      fake
+        .messages(id)
+        .filter((m) => m.authorId === fake.botUser.id)
+        .map((m) => ({ ...m, path: `/channels/${id}/messages` })),
+    );
+  const whole = said.map(([, content]) => `You said: ${content}`);
+  // Fails (after 60 s) rather than printing a conversation with replies missing or half-written.
   await eventually(
-    () => replies().length >= 2,
-    () => `the bot's 2 replies (got ${replies().length})`,
+    () => whole.every((reply) => shown().some((m) => m.content === reply)),
+    () => `the bot's 2 replies (got ${JSON.stringify(shown().map((m) => m.content))})`,
   );
-  for (const call of replies())
-    console.log(`bot → ${(call.body as { content: string }).content} (${call.path})`);
+  for (const m of shown()) console.log(`bot → ${m.content} (${m.path}${m.edited ? ", streamed" : ""})`);
   await gateway.close(); // closes the socket it holds and gives the lease up
   await fake.close();
 } else {

@@ -15,6 +15,7 @@ it("plays a short conversation against the fake homeserver and exits 0 (--fake)"
     },
   );
   expect(stdout).toContain("@sessions-bot:fake.local is listening");
-  expect(stdout).toContain("bot → You said: hello bot (room !DirectAliceXy:fake.local)");
-  expect(stdout).toContain("bot → You said: any news? (room !OpsTeamRoomQz:fake.local)");
+  // Streamed: each reply sent as it began and replaced (m.replace) by the whole reply.
+  expect(stdout).toContain("bot → You said: hello bot (room !DirectAliceXy:fake.local, streamed)");
+  expect(stdout).toContain("bot → You said: any news? (room !OpsTeamRoomQz:fake.local, streamed)");
 });

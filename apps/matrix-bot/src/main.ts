@@ -31,7 +31,7 @@ sdkLogger.setLevel(fake ? "silent" : "warn");
 // Any AgentRunner works, e.g. createAiSdkRunner({ model }) from "@sessions/gateway/ai-sdk" in a --runner module.
 const runner: AgentRunner = values.runner
   ? (await import(pathToFileURL(resolve(values.runner)).href)).default
-  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+  : createScriptedRunner({ agents: {}, fallback: (turn) => turn.write(`You said: ${turn.text}`) });
 
 const client = createClient({ baseUrl, accessToken, userId });
 const ownerIds = (process.env.MATRIX_OWNER_IDS ?? "").split(",").filter((id) => id.startsWith("@"));
@@ -39,7 +39,9 @@ const adapter = createMatrixAdapter({ client, ownerIds, autoJoin: true });
 const store = fake
   ? createMemoryStore()
   : createSqliteStore({ path: process.env.SESSIONS_DB ?? ".sessions/matrix-bot.db" });
-const gateway = createGateway({ store, runner, adapters: [adapter] });
+// Replies stream into Matrix as they are written: one message, replaced as it grows (Matrix's default is off).
+const config = { channels: { matrix: { streaming: "partial" as const } } };
+const gateway = createGateway({ store, runner, adapters: [adapter], config });
 adapter.attach(gateway);
 const prepared = new Promise<void>((done) => {
   client.on(ClientEvent.Sync, (state: SyncState) => {
@@ -59,11 +61,13 @@ if (fake) {
   ] as const) {
     fake.post(room, matrixEvent(name, { content: { body: text } }));
     console.log(`user → ${text}`);
-    // One at a time, so the transcript below reads in order; fails (after 60 s) if the reply never comes.
-    const count = fake.sent().length;
-    await eventually(() => fake.sent().length > count, `the bot's reply to "${text}"`);
+    // One at a time, so the transcript below reads in order; fails (after 60 s) if the whole reply never shows.
+    const reply = `You said: ${text}`;
+    await eventually(() => fake.shown(room).some((m) => m.body === reply), `the bot's reply to "${text}"`);
   }
-  for (const event of fake.sent()) console.log(`bot → ${event.content.body} (room ${event.roomId})`);
+  for (const room of [fake.rooms.dm, fake.rooms.ops])
+    for (const m of fake.shown(room))
+      console.log(`bot → ${m.body} (room ${room}${m.edits > 0 ? ", streamed" : ""})`);
   adapter.detach();
   await gateway.close(); // stops the sync it holds and gives the lease up
   await fake.close();

@@ -13,6 +13,7 @@ it("plays a short conversation against the fake Slack in Socket Mode and exits 0
     { cwd: join(here, "..") },
   );
   expect(stdout).toContain("Slack app is listening (Socket Mode)");
-  expect(stdout).toContain("bot → You said: hello bot (D0ALICEDM)");
-  expect(stdout).toContain("bot → You said: any news? (C0GENERAL)");
+  // Streamed: each reply posted as it began and updated into the whole reply.
+  expect(stdout).toContain("bot → You said: hello bot (D0ALICEDM, streamed)");
+  expect(stdout).toContain("bot → You said: any news? (C0GENERAL, streamed)");
 });

@@ -32,7 +32,7 @@ if (!token || (!appToken && !signingSecret)) {
 // Any AgentRunner works, e.g. createAiSdkRunner({ model }) from "@sessions/gateway/ai-sdk" in a --runner module.
 const runner: AgentRunner = values.runner
   ? (await import(pathToFileURL(resolve(values.runner)).href)).default
-  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+  : createScriptedRunner({ agents: {}, fallback: (turn) => turn.write(`You said: ${turn.text}`) });
 
 const app = new App({
   token,
@@ -58,13 +58,18 @@ if (fake) {
     await fake.sendEvent(slackEvent(name, { event: { text } }));
     console.log(`user → ${text}`);
   }
-  // Fails (after 60 s) rather than printing a conversation with replies missing.
+  // Replies stream (Slack's default): one message, updated as it grows. Fails (after 60 s) rather than printing a
+  // conversation with replies missing or half-written.
+  const whole = ["You said: hello bot", "You said: any news?"];
+  const shown = () => fake.posted().map((message) => unescapeMrkdwn(message.text));
   await eventually(
-    () => fake.posted().length >= 2,
-    () => `the bot's 2 replies (got ${fake.posted().length})`,
+    () => whole.every((reply) => shown().includes(reply)),
+    () => `the bot's 2 replies (got ${JSON.stringify(shown())})`,
   );
-  for (const message of fake.posted())
-    console.log(`bot → ${unescapeMrkdwn(message.text)} (${message.channel})`);
+  for (const message of fake.posted()) {
+    const how = (message.edits ?? 0) > 0 ? ", streamed" : "";
+    console.log(`bot → ${unescapeMrkdwn(message.text)} (${message.channel}${how})`);
+  }
   await app.stop();
   await gateway.close();
   await fake.close();

@@ -20,8 +20,9 @@ it("plays a short conversation against the fake Bot API and exits 0 (--fake), ev
       },
     );
     expect(stdout).toContain("@sessions_test_bot is listening");
-    expect(stdout).toContain("bot → You said: hello bot (chat 424242)");
-    expect(stdout).toContain("bot → You said: any news? (chat -100900800700)");
+    // Streamed: a draft in the private chat, then the reply sent; in the forum topic, one message edited as it grew.
+    expect(stdout).toContain("bot → You said: hello bot (chat 424242, drafted first)");
+    expect(stdout).toContain("bot → You said: any news? (chat -100900800700, streamed)");
   }
 });
 

@@ -25,7 +25,7 @@ if (!token) throw new Error("set TELEGRAM_BOT_TOKEN, or pass --fake");
 // Any AgentRunner works, e.g. createAiSdkRunner({ model }) from "@sessions/gateway/ai-sdk" in a --runner module.
 const runner: AgentRunner = values.runner
   ? (await import(pathToFileURL(resolve(values.runner)).href)).default
-  : createScriptedRunner({ agents: {}, fallback: (turn) => `You said: ${turn.text}` });
+  : createScriptedRunner({ agents: {}, fallback: (turn) => turn.write(`You said: ${turn.text}`) });
 
 // TELEGRAM_API_ROOT: a self-hosted Bot API server (default: Telegram's).
 const apiRoot = fake?.apiRoot ?? process.env.TELEGRAM_API_ROOT;
@@ -58,20 +58,31 @@ gateway.holdConnection(adapter.connection);
 console.log(`@${bot.botInfo.username} is listening`);
 
 if (fake) {
-  for (const [name, text] of [
+  const said = [
     ["private-text", "hello bot"],
     ["forum-topic-text", "any news?"],
-  ] as const) {
+  ] as const;
+  for (const [name, text] of said) {
     fake.pushUpdate(telegramUpdate(name, { text }));
     console.log(`user → ${text}`);
   }
-  // Fails (after 60 s) rather than printing a conversation with replies missing.
-  const replies = () => fake.callsOf("sendMessage");
+  // The bot's messages as each chat shows them now. Replies stream (Telegram's default): as a draft in a private
+  // chat, then sent; elsewhere one message edited as it grows.
+  const chats = () => new Set(fake.callsOf("sendMessage").map((c) => String(c.params.chat_id)));
+  const shown = () =>
+    [...chats()].flatMap((chat) =>
+      fake.messages(chat).map((m) => {
+        const how = m.edits > 0 ? ", streamed" : fake.drafts(chat).size > 0 ? ", drafted first" : "";
+        return { text: m.text, how, chat };
+      }),
+    );
+  const whole = said.map(([, text]) => `You said: ${text}`);
+  // Fails (after 60 s) rather than printing a conversation with replies missing or half-written.
   await eventually(
-    () => replies().length >= 2,
-    () => `the bot's 2 replies (got ${replies().length})`,
+    () => whole.every((reply) => shown().some((m) => m.text === reply)),
+    () => `the bot's 2 replies (got ${JSON.stringify(shown().map((m) => m.text))})`,
   );
-  for (const call of replies()) console.log(`bot → ${call.params.text} (chat ${call.params.chat_id})`);
+  for (const m of shown()) console.log(`bot → ${m.text} (chat ${m.chat}${m.how})`);
   await gateway.close(); // stops the polling it holds (confirming the updates handled) and gives the lease up
   await fake.close();
 } else {

@@ -44,6 +44,11 @@ describeChannelAdapterContract("discord (discord.js + fake API)", async () => {
         code: 50013,
         message: "Missing Permissions",
       }),
+    shown: () =>
+      api
+        .messages(general)
+        .filter((m) => m.authorId === api.botUser.id)
+        .map((m) => m.content),
     async close() {
       await client.destroy();
       await api.close();

@@ -13,6 +13,10 @@ import {
   silentLogger,
 } from "@sessions/core";
 import { ChannelType, type Client, Events, type Message, Routes } from "discord.js";
+import { createDiscordStream } from "./stream.js";
+import { parseDiscordTarget } from "./target.js";
+
+export { parseDiscordTarget } from "./target.js";
 
 /** Discord's cap on one message's content. */
 export const DISCORD_MAX_MESSAGE_LENGTH = 2000;
@@ -31,6 +35,11 @@ export interface DiscordAdapterConfig {
   typing?: boolean | undefined;
   /** Where the adapter reports what it drops (refused inbound messages). Default: quiet. */
   logger?: Logger | undefined;
+  /**
+   * The least time between two edits of a reply streaming into one channel, in ms (default 1,000). Whether replies
+   * stream is the gateway's `channels.discord.streaming` (default `off`, as in OpenClaw).
+   */
+  streamIntervalMs?: number | undefined;
   /** Auto-archive of threads the adapter creates, in minutes (default 1440). */
   threadAutoArchiveMinutes?: 60 | 1440 | 4320 | 10080 | undefined;
   /**
@@ -100,23 +109,6 @@ function toSessionsError(error: unknown): SessionsError {
   return new SessionsError("unavailable", `Discord unreachable: ${e?.message ?? String(error)}`, {
     cause: error,
   });
-}
-
-/**
- * `channel:123` / `user:456` / `123` → what to send to.
- * @throws SessionsError `invalid_params` (field `to`) when the id is not a Discord snowflake.
- */
-export function parseDiscordTarget(to: string): { kind: "channel" | "user"; id: string } {
-  const trimmed = String(to ?? "").trim();
-  const match = /^(channel|user):(.*)$/.exec(trimmed);
-  const kind = (match?.[1] ?? "channel") as "channel" | "user";
-  const id = match === null ? trimmed : (match[2] as string);
-  if (!/^\d{15,21}$/.test(id)) {
-    throw new SessionsError("invalid_params", `Not a Discord channel or user id: ${JSON.stringify(to)}`, {
-      field: "to",
-    });
-  }
-  return { kind, id };
 }
 
 /** A sessions channel adapter for a discord.js client: inbound routing, chunked delivery, threads, typing. */
@@ -255,6 +247,13 @@ export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapt
       maxMessageLength: DISCORD_MAX_MESSAGE_LENGTH,
     },
     deliver,
+    stream: createDiscordStream({
+      client,
+      intervalMs: config.streamIntervalMs ?? 1000,
+      defaultMode: "off",
+      maxMessageLength: DISCORD_MAX_MESSAGE_LENGTH,
+      toError: toSessionsError,
+    }),
     async createThread(request) {
       const { id } = parseDiscordTarget(request.parent.to);
       try {

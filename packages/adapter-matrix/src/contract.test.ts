@@ -36,6 +36,7 @@ describeChannelAdapterContract("matrix (matrix-js-sdk + fake homeserver)", async
       ),
     refuseNextSend: () =>
       hs.failNext("send", 1, { status: 403, errcode: "M_FORBIDDEN", error: "User not in room" }),
+    shown: (target) => hs.shown(target.to).map((m) => m.body),
     close: () => hs.close(),
   };
 });

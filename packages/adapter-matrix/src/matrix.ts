@@ -23,6 +23,7 @@ import {
 import { createEncryptionCheck } from "./encryption.js";
 import { toSessionsError } from "./errors.js";
 import { matrixRoomId, matrixThreadRoot, messageText, relationOf } from "./events.js";
+import { createMatrixStream } from "./stream.js";
 
 /**
  * The longest text one message carries. Matrix caps a whole event at 65,536 bytes of JSON; 8,000 UTF-16 units stay
@@ -55,6 +56,11 @@ export interface MatrixAdapterConfig {
   ignoreEventsBefore?: number | undefined;
   /** Where the adapter reports what it drops (encrypted rooms, edits, refused messages). Default: quiet. */
   logger?: Logger | undefined;
+  /**
+   * The least time between two edits of a reply streaming into one room, in ms (default 1,000). Whether replies
+   * stream is the gateway's `channels.matrix.streaming` (default `off`).
+   */
+  streamIntervalMs?: number | undefined;
 }
 
 /** The facts the adapter reads from a Matrix event before handing it to the gateway. */
@@ -337,6 +343,16 @@ export function createMatrixAdapter(config: MatrixAdapterConfig): MatrixAdapter 
     channel: "matrix",
     capabilities: { threads: true, typing, maxMessageLength: MATRIX_MAX_MESSAGE_LENGTH },
     deliver,
+    stream: createMatrixStream({
+      client,
+      intervalMs: config.streamIntervalMs ?? 1000,
+      defaultMode: "off",
+      maxMessageLength: MATRIX_MAX_MESSAGE_LENGTH,
+      msgtype,
+      send,
+      messageContent,
+      toError: toSessionsError,
+    }),
     async createThread(request) {
       const roomId = matrixRoomId(request.parent.to);
       // Spawned from inside a thread: the sub-agent takes over that thread instead of opening another.

@@ -28,6 +28,7 @@ describeChannelAdapterContract("slack (bolt in Socket Mode + fake Slack)", async
     rateLimitNextSend: (seconds, options) =>
       slack.failNext("chat.postMessage", 1, { status: 429, retryAfterSeconds: seconds }, options),
     refuseNextSend: () => slack.failNext("chat.postMessage", 1, { error: "not_in_channel" }),
+    shown: () => slack.posted("C0GENERAL").map((m) => m.text),
     async close() {
       await app.stop();
       await slack.close();

@@ -23,6 +23,7 @@ import {
 } from "./inbound.js";
 import { escapeMrkdwn } from "./mrkdwn.js";
 import { SLACK_MAX_MESSAGE_LENGTH, splitForSlack } from "./split.js";
+import { createSlackStream } from "./stream.js";
 import { BoundedSet, MessagesInProgress } from "./threads.js";
 import { type SlackBotToken, type SlackWorkspace, SlackWorkspaces } from "./workspaces.js";
 
@@ -48,6 +49,11 @@ export interface SlackAdapterConfig {
   lookupNames?: boolean | undefined;
   /** Where the adapter reports what it drops (ignored and refused messages). Default: quiet. */
   logger?: Logger | undefined;
+  /**
+   * The least time between two updates of a reply streaming into one conversation, in ms (default 1,000). Whether
+   * replies stream is the gateway's `channels.slack.streaming` (default `partial`, as in OpenClaw).
+   */
+  streamIntervalMs?: number | undefined;
 }
 
 /** The adapter {@link createSlackAdapter} returns: a `ChannelAdapterV1` for the gateway plus `attach`. */
@@ -247,6 +253,14 @@ export function createSlackAdapter(config: SlackAdapterConfig): SlackAdapter {
     channel: "slack",
     capabilities: { threads: true, typing: false, maxMessageLength: SLACK_MAX_MESSAGE_LENGTH },
     deliver,
+    stream: createSlackStream({
+      intervalMs: config.streamIntervalMs ?? 1000,
+      defaultMode: "partial",
+      maxMessageLength: SLACK_MAX_MESSAGE_LENGTH,
+      workspace: (accountId) => workspaces.get(accountId),
+      channelId: slackChannelId,
+      toError: toSessionsError,
+    }),
     async createThread(request) {
       try {
         const channel = slackChannelId(request.parent.to);

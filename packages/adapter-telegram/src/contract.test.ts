@@ -35,6 +35,7 @@ describeChannelAdapterContract("telegram (grammY + fake Bot API)", async () => {
       ),
     refuseNextSend: () =>
       api.failNext("sendMessage", 1, { error_code: 400, description: "Bad Request: chat not found" }),
+    shown: (target) => api.messages(target.to).map((m) => m.text),
     close: () => api.close(),
   };
 });

@@ -14,6 +14,7 @@ import {
 } from "@sessions/core";
 import type { Bot, Context } from "grammy";
 import type { Message } from "grammy/types";
+import { createTelegramStream } from "./stream.js";
 
 /** Telegram's cap on one message's text. */
 export const TELEGRAM_MAX_MESSAGE_LENGTH = 4096;
@@ -34,6 +35,13 @@ export interface TelegramAdapterConfig {
   typing?: boolean | undefined;
   /** Where the adapter reports what it drops (refused inbound messages). Default: quiet. */
   logger?: Logger | undefined;
+  /**
+   * The least time between two updates of a reply streaming into one chat, in ms (default 1,000). Whether replies
+   * stream is the gateway's `channels.telegram.streaming` (default `partial`, as in OpenClaw).
+   */
+  streamIntervalMs?: number | undefined;
+  /** Stream into private chats as drafts (`sendMessageDraft`) rather than an edited message (default true). */
+  streamDrafts?: boolean | undefined;
 }
 
 /** The facts the adapter reads from a Telegram message before handing it to the gateway. */
@@ -198,6 +206,16 @@ export function createTelegramAdapter(config: TelegramAdapterConfig): TelegramAd
       maxMessageLength: TELEGRAM_MAX_MESSAGE_LENGTH,
     },
     deliver,
+    stream: createTelegramStream({
+      bot,
+      intervalMs: config.streamIntervalMs ?? 1000,
+      defaultMode: "partial",
+      maxMessageLength: TELEGRAM_MAX_MESSAGE_LENGTH,
+      drafts: config.streamDrafts !== false,
+      chatId: telegramChatId,
+      threadOptions,
+      toError: toSessionsError,
+    }),
     async createThread(request) {
       const chatId = telegramChatId(request.parent.to);
       const current = threadOptions(request.parent.threadId).message_thread_id;

@@ -1,5 +1,6 @@
 import type { Logger } from "./logger.js";
 import type { QueueMode } from "./queue-mode.js";
+import type { StreamingMode } from "./streaming.js";
 
 /**
  * The versioned contract between a chat platform and the gateway: what an adapter hands in (`InboundMessage`),
@@ -39,6 +40,33 @@ export interface ChannelCapabilities {
 }
 
 /**
+ * What an adapter does to stream a reply into a chat while the model writes it (`ChannelAdapterV1.stream`). The
+ * gateway decides what each message shows (`streamedParts`), paces the requests (`intervalMs`, and a
+ * `rate_limited` error's `retryAfterMs`), records the messages it posted, and at the run's end edits them into the
+ * reply through the outbox — so a crash mid-stream still ends with the reply once, not a second copy.
+ */
+export interface ChannelStreamV1 {
+  /** The mode a channel streams in when `channels.<id>.streaming` (or its account's) does not say. */
+  readonly defaultMode: StreamingMode;
+  /** The least time between two requests into one conversation, in ms (the platform's edit rate). */
+  readonly intervalMs: number;
+  /** The most characters one message holds (what `deliver` chunks to). */
+  readonly maxMessageLength: number;
+  /** Posts a message and returns its platform id. */
+  post(target: DeliveryTarget, text: string): Promise<string>;
+  /** Replaces a posted message's text; the same text again must not fail. */
+  edit(target: DeliveryTarget, messageId: string, text: string): Promise<void>;
+  /** Removes a posted message; one already gone must not fail. */
+  remove(target: DeliveryTarget, messageId: string): Promise<void>;
+  /**
+   * Shows `text` as a draft where the platform has them (Telegram's private chats): ephemeral, replaced by the
+   * next draft of the same `streamId` and gone once a message is posted. Answers false where it has none (then
+   * the gateway posts and edits messages instead).
+   */
+  draft?(target: DeliveryTarget, streamId: string, text: string): Promise<boolean>;
+}
+
+/**
  * The versioned contract between the gateway and a chat platform. New members arrive only as optional ones in
  * minor releases. `deliver` must be idempotent per `idempotencyKey` when it can be (the outbox retries); throw a
  * `SessionsError` with `retryAfterMs` for rate limits and `code: "invalid_params"` for permanent failures.
@@ -64,6 +92,8 @@ export interface ChannelAdapterV1 {
   }): Promise<{ threadId: string; to?: string | undefined }>;
   /** Shows "typing…" in the target conversation. */
   sendTyping?(target: DeliveryTarget): Promise<void>;
+  /** Streams replies as they are written (`channels.<id>.streaming`); without it, replies are posted whole. */
+  readonly stream?: ChannelStreamV1 | undefined;
 }
 
 /** A platform message as an adapter hands it to `gateway.receive`: where it came from, who sent it, where replies go. */

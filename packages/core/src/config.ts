@@ -6,6 +6,7 @@ import { normalizeChannelId } from "./channels.js";
 import { DM_SCOPES, normalizeAccountId, normalizeAgentId } from "./keys.js";
 import { QUEUE_MODES } from "./queue-mode.js";
 import { toSessionsError } from "./schema-errors.js";
+import { STREAMING_MODES, type StreamingMode } from "./streaming.js";
 import { SESSION_TOOL_NAMES } from "./tool-names.js";
 
 /**
@@ -94,10 +95,14 @@ export const AgentConfigSchema = z.strictObject({
     .prefault({}),
 });
 
+/** `streaming` of a channel or account: how replies stream into its chats (see `StreamingMode`). */
+const streaming = choice(STREAMING_MODES).optional();
+
 const ChannelConfigSchema = z.looseObject({
   threadBindings: ThreadBindingsOverrideSchema.optional(),
+  streaming,
   accounts: z
-    .record(z.string(), z.looseObject({ threadBindings: ThreadBindingsOverrideSchema.optional() }))
+    .record(z.string(), z.looseObject({ threadBindings: ThreadBindingsOverrideSchema.optional(), streaming }))
     .optional(),
 });
 
@@ -220,13 +225,8 @@ export function defaultAgentId(config: SessionsConfig): string {
   return (list.find((a) => a.default === true) ?? list[0])?.id ?? "main";
 }
 
-/** Thread-binding settings for a channel and account: session defaults, then channel, then account overrides. */
-export function resolveThreadBindings(
-  config: SessionsConfig,
-  channel?: string,
-  accountId?: string,
-): ThreadBindingsConfig {
-  // Config keys are matched the way ids are normalised (`Discord` ≡ `discord`, `Work Bot` ≡ `work-bot`).
+/** A channel's config and its account's, matched the way ids are normalised (`Discord` ≡ `discord`, `Work Bot` ≡ `work-bot`). */
+function channelSettings(config: SessionsConfig, channel?: string, accountId?: string) {
   const channelId = normalizeChannelId(channel);
   const channelConfig = Object.entries(config?.channels ?? {}).find(
     ([k]) => normalizeChannelId(k) === channelId,
@@ -238,6 +238,16 @@ export function resolveThreadBindings(
       : Object.entries(channelConfig?.accounts ?? {}).find(
           ([k]) => normalizeAccountId(k) === accountKey,
         )?.[1];
+  return { channelConfig, accountConfig };
+}
+
+/** Thread-binding settings for a channel and account: session defaults, then channel, then account overrides. */
+export function resolveThreadBindings(
+  config: SessionsConfig,
+  channel?: string,
+  accountId?: string,
+): ThreadBindingsConfig {
+  const { channelConfig, accountConfig } = channelSettings(config, channel, accountId);
   const merged: ThreadBindingsConfig = {
     ...(config?.session?.threadBindings ?? ThreadBindingsSchema.parse({})),
   };
@@ -248,4 +258,17 @@ export function resolveThreadBindings(
     if (override.maxAgeHours !== undefined) merged.maxAgeHours = override.maxAgeHours;
   }
   return merged;
+}
+
+/**
+ * How replies stream into a channel's chats for an account: the account's `streaming`, else the channel's, else
+ * `undefined` (then the adapter's own default, `ChannelStreamV1.defaultMode`).
+ */
+export function resolveStreaming(
+  config: SessionsConfig,
+  channel?: string,
+  accountId?: string,
+): StreamingMode | undefined {
+  const { channelConfig, accountConfig } = channelSettings(config, channel, accountId);
+  return accountConfig?.streaming ?? channelConfig?.streaming;
 }

@@ -20,6 +20,7 @@ export * from "./queue-mode.js";
 export { formatIssuePath, toSessionsError } from "./schema-errors.js";
 export * from "./search.js";
 export * from "./send-policy.js";
+export * from "./streaming.js";
 export * from "./tool-names.js";
 export * from "./tool-registry.js";
 export * from "./tools.js";

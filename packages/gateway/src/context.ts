@@ -15,6 +15,7 @@ import type {
   RunToolsRecord,
   SessionStore,
   StoreOps,
+  StreamPreview,
 } from "./store/types.js";
 
 /** The chat platforms this gateway can deliver to, by canonical channel id, and the aliases users type. */
@@ -50,6 +51,8 @@ export interface EnqueueDelivery {
   text: string;
   /** Recorded as `suppressed` right away (with this reason) instead of being sent. */
   suppressedReason?: string | undefined;
+  /** The messages the reply was streamed into (`DeliveryRecord.stream`). */
+  stream?: StreamPreview | undefined;
 }
 
 /** The durable outbox (`delivery/outbox.ts`): every delivery is stored before it is attempted. */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { SessionsError } from "@sessions/core";
 import { eventually as waitFor } from "@sessions/testing/eventually";
 import type { ChannelAdapterV1, DeliveryTarget, OutboundMessage } from "./adapter.js";
-import { createManualClock, type ManualClock } from "./clock.js";
+import { type Clock, createManualClock, type ManualClock } from "./clock.js";
 import { createGateway } from "./create-gateway.js";
 import type { Gateway, GatewayOptions } from "./gateway.js";
 import { createScriptedRunner, type ScriptedAgent } from "./runner/scripted.js";
@@ -49,6 +49,114 @@ export function createFakeChannel(channel = "chat"): FakeChannel {
       return { threadId: `t${fake.threads.length}` };
     },
   };
+  return fake;
+}
+
+/** A message of a `StreamingChannel` as the chat shows it. */
+export interface ShownMessage {
+  id: string;
+  text: string;
+  edits: number;
+}
+
+/** A fake chat platform that edits and removes messages (`ChannelAdapterV1.stream`): what its chats show now. */
+export interface StreamingChannel extends FakeChannel {
+  readonly stream: NonNullable<ChannelAdapterV1["stream"]>;
+  /** The messages a conversation shows now (posted or delivered, edited, not removed), oldest first. */
+  shown(to: string): ShownMessage[];
+  /** Every request of the stream, in order (`post`, `edit`, `remove`, `draft`), with the clock's time. */
+  requests: { op: string; to: string; at: number; id?: string | undefined; text?: string | undefined }[];
+  /** Makes the next `times` stream requests (of those `when` picks, default all) fail with `error`. */
+  failStream(
+    times: number,
+    error: Error,
+    when?: (request: StreamingChannel["requests"][number]) => boolean,
+  ): void;
+}
+
+/** A `FakeChannel` that streams (default mode `partial`, no pacing, `maxMessageLength` characters a message). */
+export function createStreamingChannel(
+  options: {
+    channel?: string;
+    maxMessageLength?: number;
+    intervalMs?: number;
+    drafts?: boolean;
+    clock?: Clock;
+  } = {},
+): StreamingChannel {
+  const base = createFakeChannel(options.channel ?? "chat");
+  const chats = new Map<string, Map<string, ShownMessage>>();
+  const chat = (to: string) => {
+    let messages = chats.get(to);
+    if (messages === undefined) {
+      messages = new Map();
+      chats.set(to, messages);
+    }
+    return messages;
+  };
+  let nextId = 1;
+  let failures: { times: number; error: Error; when?: (r: StreamingChannel["requests"][number]) => boolean } =
+    {
+      times: 0,
+      error: new Error("platform unavailable"),
+    };
+  const requests: StreamingChannel["requests"] = [];
+  const request = (op: string, to: string, id?: string, text?: string) => {
+    const at = options.clock?.now() ?? Date.now();
+    const made = { op, to, at, ...(id === undefined ? {} : { id }), ...(text === undefined ? {} : { text }) };
+    requests.push(made);
+    if (failures.times > 0 && (failures.when?.(made) ?? true)) {
+      failures.times--;
+      throw failures.error;
+    }
+  };
+  const deliver = base.deliver.bind(base);
+  const fake: StreamingChannel = Object.assign(base, {
+    requests,
+    shown: (to: string) => [...chat(to).values()],
+    failStream(times: number, error: Error, when?: (r: StreamingChannel["requests"][number]) => boolean) {
+      failures = { times, error, ...(when === undefined ? {} : { when }) };
+    },
+    async deliver(target: DeliveryTarget, message: OutboundMessage, opts: { idempotencyKey: string }) {
+      const receipt = await deliver(target, message, opts);
+      for (const [i, id] of receipt.messageIds.entries())
+        if (i === 0) chat(target.to).set(id, { id, text: message.text, edits: 0 });
+      return receipt;
+    },
+    stream: {
+      defaultMode: "partial" as const,
+      intervalMs: options.intervalMs ?? 0,
+      maxMessageLength: options.maxMessageLength ?? 2000,
+      async post(target: DeliveryTarget, text: string) {
+        request("post", target.to, undefined, text);
+        const id = `s${nextId++}`;
+        chat(target.to).set(id, { id, text, edits: 0 });
+        return id;
+      },
+      async edit(target: DeliveryTarget, id: string, text: string) {
+        request("edit", target.to, id, text);
+        const message = chat(target.to).get(id);
+        if (message === undefined)
+          throw new SessionsError("invalid_params", "message to edit not found", { field: "messageId" });
+        if (message.text !== text) {
+          message.text = text;
+          message.edits++;
+        }
+      },
+      async remove(target: DeliveryTarget, id: string) {
+        request("remove", target.to, id);
+        chat(target.to).delete(id);
+      },
+      ...(options.drafts === true
+        ? {
+            async draft(target: DeliveryTarget, _streamId: string, text: string) {
+              request("draft", target.to, undefined, text);
+              return true;
+            },
+          }
+        : {}),
+    },
+  });
   return fake;
 }
 

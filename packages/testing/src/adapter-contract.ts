@@ -13,6 +13,8 @@ export interface AdapterContractHarness {
   rateLimitNextSend(seconds: number, options?: { after?: number | undefined }): void;
   /** The next send is refused for good (unknown chat, no permission). */
   refuseNextSend(): void;
+  /** The bot's messages `target` shows now (edits applied, removed ones gone), oldest first: for adapters that stream. */
+  shown?(target: DeliveryTarget): string[];
   /** Stops everything `setup` started; called after each case. */
   close(): Promise<void>;
 }
@@ -139,6 +141,28 @@ export function describeChannelAdapterContract(
         .deliver(chat, { text: "x", kind: "reply", sessionKey: "s" }, { idempotencyKey: "no" })
         .catch((e) => e);
       expect(error).toMatchObject({ code: "invalid_params" });
+    });
+
+    it("streams, when it has `stream`: posts, edits (the same text again too), removes (a gone message too)", async () => {
+      const { adapter, chat, shown } = await open();
+      const stream = adapter.stream;
+      if (stream === undefined) return;
+      expect(shown, "a harness for an adapter that streams gives `shown`").toBeDefined();
+      const read = () => shown?.(chat) ?? [];
+      const before = read().length;
+      expect(stream.maxMessageLength).toBeGreaterThan(0);
+      expect(["off", "partial", "block"]).toContain(stream.defaultMode);
+      const id = await stream.post(chat, "Writing the");
+      expect(id).toEqual(expect.any(String));
+      await stream.edit(chat, id, "Writing the reply…");
+      await stream.edit(chat, id, "Writing the reply…");
+      expect(read().slice(before)).toEqual(["Writing the reply…"]);
+      const long = "y".repeat(stream.maxMessageLength);
+      await stream.edit(chat, id, long);
+      expect(read().slice(before)).toEqual([long]);
+      await stream.remove(chat, id);
+      await stream.remove(chat, id);
+      expect(read()).toHaveLength(before);
     });
   });
 }

@@ -12,6 +12,7 @@ import type { DeliveryAttemptInfo } from "../lifecycle.js";
 import { timeOrderedId } from "../store/time-ordered-id.js";
 import type { DeliveryRecord, SessionStore, StoreOps } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
+import { deliverStreamed } from "./stream-final.js";
 
 /** Retry policy of the delivery outbox (`GatewayOptions.outbox`). */
 export interface OutboxOptions {
@@ -66,6 +67,8 @@ export function createOutbox(deps: OutboxDeps): Outbox {
   const maxDelay = deps.options?.maxDelayMs ?? 5 * 60_000;
   const attemptTimeout = deps.options?.attemptTimeoutMs ?? 30_000;
   const inFlight = new Set<string>();
+  // The pieces of streamed replies already edited or posted, by delivery id: a retry resumes after them.
+  const streamProgress = new Map<string, string[]>();
   const attempts = new Set<Promise<void>>();
   let stopped = false;
   const timer = createDeadlineTimer(clock, () => {
@@ -182,12 +185,17 @@ export function createOutbox(deps: OutboxDeps): Outbox {
       if (record.threadId !== undefined) target.threadId = record.threadId;
       let receipt: Awaited<ReturnType<typeof adapter.deliver>>;
       try {
+        const { stream } = record;
         receipt = await withTimeout(
-          adapter.deliver(
-            target,
-            { text: record.text, kind: record.kind, sessionKey: record.sessionKey },
-            { idempotencyKey: record.idempotencyKey },
-          ),
+          stream === undefined
+            ? adapter.deliver(
+                target,
+                { text: record.text, kind: record.kind, sessionKey: record.sessionKey },
+                { idempotencyKey: record.idempotencyKey },
+              )
+            : deliverStreamed(adapter, { ...record, stream }, target, streamProgress).then((messageIds) => ({
+                messageIds,
+              })),
           attemptTimeout,
           `the ${record.channel} adapter did not answer within ${attemptTimeout} ms`,
         );
@@ -196,6 +204,7 @@ export function createOutbox(deps: OutboxDeps): Outbox {
         const permanent = SessionsError.isInstance(error) && error.code === "invalid_params";
         const message = error instanceof Error ? error.message : String(error);
         if (permanent || tries >= maxAttempts) {
+          streamProgress.delete(id);
           logger.warn("delivery failed", { id, channel: record.channel, attempts: tries, error: message });
           await finish(record, { status: "failed", attempts: tries, lastError: message }, startedAt);
           return;
@@ -266,6 +275,7 @@ export function createOutbox(deps: OutboxDeps): Outbox {
     if (input.target.accountId !== undefined) fresh.accountId = input.target.accountId;
     if (input.target.threadId !== undefined) fresh.threadId = input.target.threadId;
     if (input.suppressedReason !== undefined) fresh.lastError = input.suppressedReason;
+    if (input.stream !== undefined) fresh.stream = input.stream;
     if (fresh.status === "queued") {
       fresh.leaseOwner = deps.owner;
       fresh.leaseUntil = now + leaseMs;

@@ -25,6 +25,11 @@ export interface ScriptedTurn {
   say(text: string): void;
   /** Waits on the gateway clock; rejects when the run is aborted. */
   sleep(ms: number): Promise<void>;
+  /**
+   * Says `text` a word at a time, `msPerWord` apart (default 40), as a model writes (a reply streams into its chat
+   * with `channels.<id>.streaming`); resolves with `text`, to return as the reply.
+   */
+  write(text: string, msPerWord?: number): Promise<string>;
   signal: AbortSignal;
   /**
    * A model boundary: the users' messages handed to this run since the last call (queue modes `steer`,
@@ -122,6 +127,13 @@ export function createScriptedRunner(options: ScriptedRunnerOptions): AgentRunne
         },
         async takeSteering() {
           return (await request.takeSteering?.()) ?? [];
+        },
+        async write(text: string, msPerWord = 40) {
+          for (const word of text.split(/(?<=\s)/)) {
+            turn.say(word);
+            await turn.sleep(msPerWord);
+          }
+          return text;
         },
         sleep(ms: number) {
           return new Promise<void>((resolve, reject) => {

@@ -1,11 +1,12 @@
 import { SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import type { GatewayContext, LaneHold, RunLane } from "../context.js";
+import { openReplyStream, previewRemoval, type ReplyStream } from "../delivery/streams.js";
 import { BudgetDeadline, LaneLost, RunAborted, type RunControl, RunTimeout } from "../run-table.js";
 import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
 import { type LentMessages, readHistory } from "../store/history.js";
 import { recordRunEnd } from "../store/run-units.js";
-import type { RunRecord, RunUsage, StoredEntry, StoredMessage } from "../store/types.js";
+import type { RunRecord, RunUsage, StoredEntry, StoredMessage, StreamPreview } from "../store/types.js";
 import { untilStored } from "../store/until-stored.js";
 import { type Absorbed, absorbQueued, failMerged } from "./absorb.js";
 import { deadlineNotice } from "./budget.js";
@@ -47,6 +48,8 @@ export async function executeRun(
   let budgetStop = false;
   // Set when the session's lane was lost mid-run: nothing is recorded, the run is run again.
   let lost: LaneLost | undefined;
+  // The reply streaming into its chat as the runner writes it, if its channel streams.
+  let replyStream: ReplyStream | undefined;
   // Runs whose messages this one took (queue modes): collected, and steered into its turn. They end as it does.
   const merged: RunRecord[] = [];
   const steered: RunRecord[] = [];
@@ -111,7 +114,8 @@ export async function executeRun(
             },
             lost: (lost: LaneLost) => control.abort(lost),
           };
-    const request = runRequest(ctx, run, spec, last, history, entry, control, steering, fence);
+    replyStream = openReplyStream(ctx, run, entry, recordPreview(ctx, run));
+    const request = runRequest(ctx, run, spec, last, history, entry, control, steering, fence, replyStream);
     if (repeat) request.repeat = true;
     const result = await control.race(ctx.runner.run(request));
     run = replyWhereNewestAsked(run, steered);
@@ -137,6 +141,11 @@ export async function executeRun(
   } finally {
     lane?.signal?.removeEventListener("abort", laneLost);
     if (timer !== undefined) clock.clearTimeout(timer);
+    // No request of the stream after this: its messages are the reply's delivery's to edit (or remove).
+    if (replyStream !== undefined) {
+      const preview = await replyStream.close();
+      if (preview !== undefined) run = { ...run, stream: preview };
+    }
     ctx.runs.unregister(queued.runId);
     release?.();
     if (ended !== undefined) {
@@ -226,6 +235,7 @@ function runRequest(
   control: RunControl,
   steering: (() => Promise<TranscriptMessage[]>) | undefined,
   lane: RunLane | undefined,
+  replyStream: ReplyStream | undefined,
 ): AgentRunRequest {
   let tools: RunnerTool[] | undefined;
   let messages: StoredMessage[] | undefined;
@@ -255,6 +265,7 @@ function runRequest(
       return control.signal;
     },
     emit: (event: AgentRunEvent) => {
+      replyStream?.push(event);
       if (event.type === "usage") control.addUsage(event.usage);
       else emitRunnerEvent(ctx, run, event);
     },
@@ -265,6 +276,17 @@ function runRequest(
   if (model !== undefined) request.model = model;
   if (thinking !== undefined) request.thinking = thinking;
   return request;
+}
+
+/**
+ * Records the messages `run`'s reply streamed into on its record (still running, and this gateway's: fenced),
+ * so that whoever ends it — its end here, recovery after a crash, a gateway running it again — finds them.
+ */
+function recordPreview(ctx: GatewayContext, run: RunRecord) {
+  const running = run;
+  return async (preview: StreamPreview): Promise<void> => {
+    await ctx.store.endRun({ ...running, stream: preview }, ctx.owner);
+  };
 }
 
 /**
@@ -283,6 +305,8 @@ async function recordEnd(
   const reply = ok && run.reply !== undefined && run.reply.trim() !== "" ? run.reply : undefined;
   // A run its tree's budget deadline stopped tells its reply target so, rather than leave it in silence.
   const text = ok ? run.reply : budgetStop ? deadlineNotice(run) : undefined;
+  // A streamed reply edits the messages it streamed into; with no reply to show, they are removed.
+  const removal = previewRemoval(run);
   const delivery =
     text && run.deliverTo?.channel && run.deliverTo.to
       ? ctx.outbox.draft({
@@ -292,8 +316,11 @@ async function recordEnd(
           runId: run.runId,
           target: run.deliverTo as DeliveryTarget,
           text,
+          ...(run.stream === undefined ? {} : { stream: run.stream }),
         })
-      : undefined;
+      : removal === undefined
+        ? undefined
+        : ctx.outbox.draft(removal);
   const passOn = lane?.passOn?.() === true;
   // The next run of the session here starts with this end, when the lane goes to it (in a cluster: passed on).
   const waiting = ctx.runs.handovers.next(run.sessionKey, run.runId);

@@ -158,6 +158,11 @@ export interface RunRecord {
   rerun?: RerunRecord | undefined;
   /** How many times the run was started again after its gateway lost the store mid-run (absent: never). */
   repeats?: number | undefined;
+  /**
+   * The messages its reply streamed into so far (`delivery/streams.ts`), recorded as each is posted: its reply's
+   * delivery edits them; a run that ends without a reply (recovery too) has them removed.
+   */
+  stream?: StreamPreview | undefined;
 }
 
 /** Where an outbox record is: `queued`, or how it ended. */
@@ -185,9 +190,25 @@ export interface DeliveryRecord {
   lastError?: string | undefined;
   /** Platform message ids returned by the adapter. */
   receipt?: string[] | undefined;
+  /**
+   * The messages the reply was streamed into while its run wrote it: the delivery edits them into the reply (and
+   * removes those it does not need) rather than post it again. With `text` empty it only removes them.
+   */
+  stream?: StreamPreview | undefined;
   /** The gateway instance attempting it right now, until `leaseUntil` (see `claimDeliveries`). */
   leaseOwner?: string | undefined;
   leaseUntil?: number | undefined;
+}
+
+/** Where a reply was streamed while its run wrote it, and the messages it posted there, in order. */
+export interface StreamPreview {
+  channel: string;
+  to: string;
+  accountId?: string | undefined;
+  threadId?: string | undefined;
+  messageIds: string[];
+  /** The most characters one of its messages held: the reply is cut the same way when it edits them. */
+  maxChars: number;
 }
 
 /** The last route a session was reached on, per channel and account. */
