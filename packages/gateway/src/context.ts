@@ -78,6 +78,11 @@ export interface LaneHold {
   /** Aborts (with `LaneLost`) when the lane is lost: the run stops at once, and writes nothing under it. */
   readonly signal?: AbortSignal | undefined;
   /**
+   * Whether this gateway may still act under the lane right now (before its deadline by its own clock): asked
+   * before a side effect no store write fences, such as an edit of a streamed reply.
+   */
+  valid?(): boolean;
+  /**
    * Asked as the run's end is written: true when the lane may pass to the next run of the session waiting here (the
    * end then keeps the lease, and that run executes under it without a round trip); false: the end gives it up.
    */

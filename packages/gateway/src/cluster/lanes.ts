@@ -126,7 +126,7 @@ export function createClusterLanes(deps: {
    * renewal was sent, as the store counts its expiry from then). Another gateway takes it over only `graceMs`
    * after it expires, so this one has stopped acting under it by then, whatever the network does.
    */
-  function hold(name: string, takenAt: number): { signal: AbortSignal; stop(): void } {
+  function hold(name: string, takenAt: number): { signal: AbortSignal; stop(): void; valid(): boolean } {
     const lost = new AbortController();
     let confirmed = takenAt;
     let stopped = false;
@@ -169,7 +169,16 @@ export function createClusterLanes(deps: {
       if (deadline !== undefined) clock.clearTimeout(deadline);
     }
     arm();
-    return { signal: lost.signal, stop };
+    return {
+      signal: lost.signal,
+      stop,
+      // Asked right before a side effect: the deadline's timer may not have fired yet (a process waking from a
+      // pause runs its overdue timers in order, and another's may come first).
+      valid: () =>
+        !stopped &&
+        !lost.signal.aborted &&
+        monotonicNow(clock) < confirmed + settings.leaseTtlMs - settings.graceMs,
+    };
   }
 
   /** The session's lane lease as this gateway asks for it now (with a run's start). */
@@ -226,6 +235,7 @@ export function createClusterLanes(deps: {
         return await task({
           lease: { name, owner },
           signal: held.signal,
+          valid: () => held.valid(),
           passOn: () =>
             !held.signal.aborted && !deps.closed() && runs < TENURE_RUNS && deps.runsHere(sessionKey) > 1,
           passed: () => {

@@ -177,8 +177,13 @@ describe.each(STORE_KINDS)("streaming replies on the %s store", (kind) => {
     h = await h.restart();
     await eventually(async () => expect((await h.store.getRun("run-crashed"))?.status).toBe("error"));
     await eventually(() => expect(channel.shown(TO)).toEqual([]));
-    const [removal] = await h.store.listDeliveries({ runId: "run-crashed" });
-    expect(removal).toMatchObject({ status: "delivered", text: "" });
+    // Recorded once the platform answered: waited for, not read at once.
+    await eventually(async () =>
+      expect((await h.store.listDeliveries({ runId: "run-crashed" }))[0]).toMatchObject({
+        status: "delivered",
+        text: "",
+      }),
+    );
   });
 });
 
@@ -211,6 +216,32 @@ describe("a reply stream", () => {
     );
     expect(preview?.messageIds[0]).toBe(first);
     expect(recorded.at(-1)).toEqual(preview?.messageIds);
+  });
+
+  it("asks the platform nothing once its run may no longer act (its lane lost)", async () => {
+    const clock = createManualClock();
+    const channel = createStreamingChannel({ intervalMs: 1000 });
+    let live = true;
+    const stream = createReplyStream({
+      stream: channel.stream,
+      target: { channel: "chat", to: TO },
+      mode: "partial",
+      streamId: "run-3",
+      clock,
+      logger: { debug() {}, info() {}, warn() {}, error() {}, child: () => ({}) as never },
+      record: async () => {},
+      live: () => live,
+    });
+    stream.push({ type: "text-delta", text: "Half of" });
+    await clock.advance(0);
+    expect(channel.requests.map((r) => r.op)).toEqual(["post"]);
+    stream.push({ type: "text-delta", text: " a reply" });
+    live = false;
+    await clock.advance(5_000);
+    stream.push({ type: "text-delta", text: " nobody sees" });
+    await clock.advance(5_000);
+    expect(channel.requests.map((r) => r.op)).toEqual(["post"]);
+    expect((await stream.close())?.messageIds).toHaveLength(1);
   });
 
   it("starts over after a tool call: the reply is the last step's text", async () => {

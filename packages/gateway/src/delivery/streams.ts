@@ -38,6 +38,11 @@ export interface ReplyStreamOptions {
   adopted?: readonly string[] | undefined;
   /** Records the messages posted so far, once another is posted (the run's record; a crash then cleans them up). */
   record(preview: StreamPreview): Promise<void>;
+  /**
+   * Whether the run may still act (not stopped, its lane still this gateway's): asked before every request, so a
+   * gateway that lost its lane — another runs the run now — never edits what that one streams.
+   */
+  live?: (() => boolean) | undefined;
 }
 
 /** The target a preview's messages are in. */
@@ -140,6 +145,10 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
       }, wait);
       return;
     }
+    if (options.live?.() === false) {
+      stopped = true;
+      return;
+    }
     const request = nextRequest();
     if (request === undefined) {
       // Nothing to show yet (a block not whole): the text is looked at again after a pause, not at every delta.
@@ -212,6 +221,7 @@ export function openReplyStream(
   run: RunRecord,
   entry: StoredEntry | undefined,
   record: (preview: StreamPreview) => Promise<void>,
+  live?: () => boolean,
 ): ReplyStream | undefined {
   const to = run.deliverTo;
   if (to?.channel === undefined || to.to === undefined) return undefined;
@@ -233,6 +243,7 @@ export function openReplyStream(
     logger: ctx.logger,
     ...(adopted ? { adopted: run.stream?.messageIds } : {}),
     record,
+    ...(live === undefined ? {} : { live }),
   });
 }
 

@@ -114,7 +114,13 @@ export async function executeRun(
             },
             lost: (lost: LaneLost) => control.abort(lost),
           };
-    replyStream = openReplyStream(ctx, run, entry, recordPreview(ctx, run));
+    replyStream = openReplyStream(
+      ctx,
+      run,
+      entry,
+      recordPreview(ctx, run),
+      () => !control.aborted && lane?.valid?.() !== false,
+    );
     const request = runRequest(ctx, run, spec, last, history, entry, control, steering, fence, replyStream);
     if (repeat) request.repeat = true;
     const result = await control.race(ctx.runner.run(request));

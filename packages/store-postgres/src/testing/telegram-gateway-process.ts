@@ -5,13 +5,15 @@
  * `ready`, then `poll <name>` for each getUpdates call it makes (the transformer sees grammY's own requests) and
  * `refused <name>` each time it asks for the bot's lease while another gateway holds it.
  *
- * Env: DATABASE_URL, SCHEMA, NAME, TELEGRAM_API_ROOT, TELEGRAM_TOKEN, LEASE_TTL_MS, RECOVERY_MS.
+ * Env: DATABASE_URL, SCHEMA, NAME, TELEGRAM_API_ROOT, TELEGRAM_TOKEN, LEASE_TTL_MS, RECOVERY_MS. With
+ * STREAM_MS, the reply streams (`streamedReply`: a word every STREAM_MS ms, edits paced at STREAM_INTERVAL_MS).
  */
 
 import { createTelegramAdapter } from "@sessions/adapter-telegram";
-import { createGateway, messageText } from "@sessions/gateway";
+import { type AgentRunner, createGateway, messageText } from "@sessions/gateway";
 import { Bot } from "grammy";
 import { createPostgresStore } from "../store.js";
+import { streamingRunner } from "./streamed-reply.js";
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -25,7 +27,16 @@ bot.api.config.use((previous, method, payload, signal) => {
   if (method === "getUpdates") process.stdout.write(`poll ${name}\n`);
   return previous(method, payload, signal);
 });
-const adapter = createTelegramAdapter({ bot, typing: false });
+const streamMs = process.env.STREAM_MS === undefined ? undefined : Number(process.env.STREAM_MS);
+const adapter = createTelegramAdapter({
+  bot,
+  typing: false,
+  streamIntervalMs: Number(process.env.STREAM_INTERVAL_MS ?? 1000),
+});
+const runner: AgentRunner =
+  streamMs === undefined
+    ? { run: async (request) => ({ reply: `${name}: ${messageText(request.input)}` }) }
+    : streamingRunner(streamMs);
 const store = await createPostgresStore({ connectionString: env("DATABASE_URL"), schema: env("SCHEMA") });
 const gateway = createGateway({
   store: {
@@ -37,7 +48,7 @@ const gateway = createGateway({
     },
   },
   adapters: [adapter],
-  runner: { run: async (request) => ({ reply: `${name}: ${messageText(request.input)}` }) },
+  runner,
   cluster: { leaseTtlMs: Number(env("LEASE_TTL_MS")), recoveryIntervalMs: Number(env("RECOVERY_MS")) },
 });
 await gateway.ready;
