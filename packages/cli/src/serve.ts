@@ -27,6 +27,7 @@ interface ServerSettings {
   tickIntervalMs?: number | undefined;
   tokens?: GatewayToken[] | undefined;
   cluster?: { leaseTtlMs?: number | undefined; recoveryIntervalMs?: number | undefined } | undefined;
+  a2a?: boolean | { agents?: string[] | undefined; publicUrl?: string | undefined } | undefined;
 }
 
 const ServerSettingsSchema = z.strictObject({
@@ -41,6 +42,16 @@ const ServerSettingsSchema = z.strictObject({
       leaseTtlMs: z.int().min(300).optional(),
       recoveryIntervalMs: z.int().min(50).optional(),
     })
+    .optional(),
+  // The agents over A2A on the same port (listen's `a2a`): `true`, or which agents and the URL callers use.
+  a2a: z
+    .union([
+      z.boolean(),
+      z.strictObject({
+        agents: z.array(z.string().min(1)).min(1).optional(),
+        publicUrl: z.url().optional(),
+      }),
+    ])
     .optional(),
   tokens: z
     .array(
@@ -177,6 +188,12 @@ export async function serve(options: OptionValues, out: (line: string) => void):
   });
   // Each run's steps, for operators following one request: only at debug (it costs a line per step).
   if (level === "debug") logRuns(gateway, logger.child("runs"));
+  const a2a =
+    options.a2a === true
+      ? server.a2a === undefined || server.a2a === false
+        ? true
+        : server.a2a
+      : server.a2a || undefined;
   const listening = await gateway.listen({
     host,
     port: port === -1 ? (server.port ?? 18789) : port,
@@ -188,6 +205,7 @@ export async function serve(options: OptionValues, out: (line: string) => void):
     ...(server.tickIntervalMs ? { tickIntervalMs: server.tickIntervalMs } : {}),
     // The console and web chat: static files at `/`, talking to this gateway over the same WebSocket.
     ...(options["no-console"] === true ? {} : { http: { static: consoleAssetsDir() } }),
+    ...(a2a === undefined ? {} : { a2a }),
   });
   // Handlers go in before "listening" is printed: a signal right after it must drain, not kill.
   const stopped = new Promise<void>((resolveStop) => {
@@ -212,6 +230,10 @@ export async function serve(options: OptionValues, out: (line: string) => void):
   });
   out(`listening ${listening.url}${token || tokens.length > 0 ? "" : " (no token: loopback only)"}`);
   if (options["no-console"] !== true) out(`console ${listening.url.replace(/^ws/, "http")}/`);
+  if (a2a !== undefined) {
+    const base = (typeof a2a === "object" && a2a.publicUrl) || listening.url.replace(/^ws/, "http");
+    out(`a2a ${base.replace(/\/+$/, "")}/a2a/<agentId>/ (agent cards at .well-known/agent-card.json)`);
+  }
   if (telemetry !== undefined) out(telemetry.description);
   await stopped;
   out("stopped");

@@ -140,6 +140,11 @@ export const SERVE: CommandSpec = {
       description: "on SIGINT/SIGTERM, how long running work may finish before the gateway closes",
       default: "10000",
     },
+    a2a: {
+      type: "boolean",
+      description:
+        "serve the agents over A2A on the same port: cards at /a2a/<agentId>/.well-known/agent-card.json, JSON-RPC at /a2a/<agentId> (or `gateway.a2a` in the config)",
+    },
     "no-console": {
       type: "boolean",
       description:

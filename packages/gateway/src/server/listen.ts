@@ -5,7 +5,8 @@ import type { Duplex } from "node:stream";
 import { type Logger, silentLogger } from "@sessions/core";
 import { WebSocket, WebSocketServer } from "ws";
 import type { Gateway, GatewayEvent } from "../gateway.js";
-import { createAuthenticator, type ListenAuth } from "./auth.js";
+import { type A2AServerOptions, createA2ARoutes } from "./a2a/routes.js";
+import { type Authenticate, createAuthenticator, type ListenAuth } from "./auth.js";
 import { type Connection, createFrameWriter, newConnection } from "./connection.js";
 import { type CreatedRun, EventRouter } from "./event-routing.js";
 import { createFrameReader } from "./frames.js";
@@ -48,6 +49,12 @@ export interface ListenOptions {
    * open the WebSocket without a token (its `Origin` is this server); other origins stay refused.
    */
   http?: { static?: string | undefined } | undefined;
+  /**
+   * Serve the gateway's agents over A2A on the same port (`true`, or which agents and the public URL): cards at
+   * `/a2a/<agentId>/.well-known/agent-card.json`, JSON-RPC at `POST /a2a/<agentId>`, authenticated by `auth`'s
+   * tokens as bearer tokens. See docs/a2a.md.
+   */
+  a2a?: boolean | A2AServerOptions | undefined;
   logger?: Logger | undefined;
 }
 
@@ -78,6 +85,21 @@ export function interestSize(gateway: Gateway): ReturnType<EventRouter<Connectio
     for (const [name, n] of Object.entries(router.size())) total[name as keyof typeof total] += n;
   }
   return total;
+}
+
+/**
+ * Who a plain HTTP request's `Authorization: Bearer <token>` is: the operator scopes it holds and a name for it (the
+ * token's label); undefined when it holds none (no such token, or one bound to a requester session).
+ */
+function bearerCaller(authenticate: Authenticate) {
+  const all = ["operator.read", "operator.write", "operator.admin"];
+  return (req: IncomingMessage) => {
+    const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim();
+    const who = authenticate(given);
+    if (who === "open") return { scopes: all, name: "anonymous" };
+    if (who === undefined || who.requesterKey !== undefined) return undefined;
+    return { scopes: who.scopes ?? all, name: who.label ?? "token" };
+  };
 }
 
 /** Serves a gateway over WebSocket, speaking docs/protocol.md. */
@@ -144,9 +166,28 @@ export async function listenGateway(
   routers.set(gateway, own);
   own.add(router);
 
+  let baseUrl = "";
+  const a2a =
+    options.a2a === undefined || options.a2a === false
+      ? undefined
+      : createA2ARoutes(
+          gateway,
+          options.a2a === true ? {} : options.a2a,
+          bearerCaller(authenticate),
+          !open,
+          () => baseUrl,
+        );
   const http: Server = createServer((req, res) => {
-    if (serveStatic !== undefined) return serveStatic(req, res);
-    res.writeHead(426, { "content-type": "text/plain" }).end("sessions gateway: connect with a WebSocket\n");
+    void (async () => {
+      if (a2a !== undefined && (await a2a(req, res))) return;
+      if (serveStatic !== undefined) return serveStatic(req, res);
+      res
+        .writeHead(426, { "content-type": "text/plain" })
+        .end("sessions gateway: connect with a WebSocket\n");
+    })().catch((error: unknown) => {
+      logger.warn("http request failed", { url: req.url, error: String(error) });
+      if (!res.headersSent) res.writeHead(500).end();
+    });
   });
   // The hard cap sits above maxPayload so oversized frames get an error reply instead of a killed socket.
   const wss = new WebSocketServer({ noServer: true, maxPayload: Math.max(maxPayload * 4, 4 * 1024 * 1024) });
@@ -213,6 +254,7 @@ export async function listenGateway(
     stopped = new Promise<void>((resolve) => http.close(() => resolve()));
   }
   const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  baseUrl = `http://${urlHost}:${address.port}`;
 
   return {
     url: `ws://${urlHost}:${address.port}`,
