@@ -1,23 +1,11 @@
 import { createFakeDiscordApi } from "@sessions/testing";
 import { describeChannelAdapterContract } from "@sessions/testing/contract";
-import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
 import { createDiscordAdapter } from "./index.js";
+import { loggedInClient } from "./test-kit.js";
 
 describeChannelAdapterContract("discord (discord.js + fake API)", async () => {
   const api = await createFakeDiscordApi({ echoOwnMessages: false });
-  const client = new Client({
-    intents: [
-      GatewayIntentBits.Guilds,
-      GatewayIntentBits.GuildMessages,
-      GatewayIntentBits.MessageContent,
-      GatewayIntentBits.DirectMessages,
-    ],
-    partials: [Partials.Channel],
-    rest: { api: api.restUrl, rejectOnRateLimit: () => true },
-  });
-  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
-  await client.login(api.token);
-  await ready;
+  const client = await loggedInClient(api, { rejectOnRateLimit: () => true });
   const general = api.guild.general.id;
   return {
     adapter: createDiscordAdapter({ client }),

@@ -16,11 +16,12 @@ import {
   telegramUpdate,
 } from "@sessions/testing";
 import { eventually } from "@sessions/testing/eventually";
-import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
+import type { Client } from "discord.js";
 import { Bot } from "grammy";
 import type { Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
 import { createDiscordAdapter, type DiscordAdapter } from "./index.js";
+import { loggedInClient } from "./test-kit.js";
 
 let api: FakeDiscordApi;
 let client: Client;
@@ -38,19 +39,7 @@ afterEach(async () => {
 
 async function setup(agents: Record<string, ScriptedAgent>, options: Partial<GatewayOptions> = {}) {
   api = await createFakeDiscordApi({ echoOwnMessages: false });
-  client = new Client({
-    intents: [
-      GatewayIntentBits.Guilds,
-      GatewayIntentBits.GuildMessages,
-      GatewayIntentBits.MessageContent,
-      GatewayIntentBits.DirectMessages,
-    ],
-    partials: [Partials.Channel],
-    rest: { api: api.restUrl },
-  });
-  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
-  await client.login(api.token);
-  await ready;
+  client = await loggedInClient(api);
   adapter = createDiscordAdapter({ client, ownerIds: [api.user.id] });
   clock = createManualClock();
   gateway = createGateway({

@@ -6,11 +6,17 @@ import {
   type Gateway,
   type ScriptedAgent,
 } from "@sessions/gateway";
-import { createFakeDiscordApi, discordMessage, type FakeDiscordApi } from "@sessions/testing";
-import { eventually } from "@sessions/testing/eventually";
-import { Client, Events, GatewayIntentBits, Partials } from "discord.js";
+import {
+  createFakeDiscordApi,
+  deliveredReply,
+  discordMessage,
+  type FakeDiscordApi,
+  writeWords,
+} from "@sessions/testing";
+import type { Client } from "discord.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createDiscordAdapter } from "./index.js";
+import { loggedInClient } from "./test-kit.js";
 
 let api: FakeDiscordApi;
 let client: Client;
@@ -22,15 +28,8 @@ afterEach(async () => {
   await api?.close();
 });
 
-/** A reply written a few words at a time, 15 ms apart: long enough to pass Discord's 2,000 characters when asked. */
-const writer: ScriptedAgent = async (turn) => {
-  const words = Array.from({ length: turn.text === "long" ? 450 : 40 }, (_, i) => `word${i} `);
-  for (let i = 0; i < words.length; i += 10) {
-    turn.say(words.slice(i, i + 10).join(""));
-    await turn.sleep(15);
-  }
-  return words.join("").trim();
-};
+/** A reply streamed ten words at a time: past Discord's 2,000 characters when asked for a long one. */
+const writer: ScriptedAgent = (turn) => writeWords(turn, turn.text === "long" ? 450 : 40);
 
 /** The bot's messages in a channel as it shows them now. */
 const botMessages = (channelId: string) =>
@@ -38,19 +37,7 @@ const botMessages = (channelId: string) =>
 
 async function setup(streaming: "off" | "partial" | "block" | undefined) {
   api = await createFakeDiscordApi({ echoOwnMessages: false });
-  client = new Client({
-    intents: [
-      GatewayIntentBits.Guilds,
-      GatewayIntentBits.GuildMessages,
-      GatewayIntentBits.MessageContent,
-      GatewayIntentBits.DirectMessages,
-    ],
-    partials: [Partials.Channel],
-    rest: { api: api.restUrl },
-  });
-  const ready = new Promise((resolve) => client.once(Events.ClientReady, resolve));
-  await client.login(api.token);
-  await ready;
+  client = await loggedInClient(api);
   const adapter = createDiscordAdapter({ client, streamIntervalMs: 40, typing: false });
   gateway = createGateway({
     store: createMemoryStore(),
@@ -62,23 +49,11 @@ async function setup(streaming: "off" | "partial" | "block" | undefined) {
   await gateway.ready;
 }
 
-/** Waits for the run to end and its reply's delivery to be recorded; the reply's text. */
-async function replied(): Promise<string> {
-  let reply = "";
-  await eventually(async () => {
-    const [row] = (await gateway.sessions.list()).sessions;
-    const { deliveries } = await gateway.deliveries.list({ sessionKey: row?.key as string });
-    reply = deliveries[0]?.text ?? "";
-    return deliveries[0]?.status === "delivered";
-  }, "the reply delivered");
-  return reply;
-}
-
 describe("streaming replies into Discord through real discord.js", () => {
   it("does not stream by default: the reply is posted whole, as OpenClaw does", async () => {
     await setup(undefined);
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "write" }));
-    const reply = await replied();
+    const reply = await deliveredReply(gateway);
     expect(api.callsOf("PATCH", "/channels/:id/messages/:id")).toEqual([]);
     expect(botMessages(api.guild.general.id).map((m) => m.content)).toEqual([reply]);
   });
@@ -86,7 +61,7 @@ describe("streaming replies into Discord through real discord.js", () => {
   it("edits one message as the reply grows and ends it as the reply (partial)", async () => {
     await setup("partial");
     api.dispatch("MESSAGE_CREATE", discordMessage("guild-text", { content: "write" }));
-    const reply = await replied();
+    const reply = await deliveredReply(gateway);
     const shown = botMessages(api.guild.general.id);
     expect(shown.map((m) => m.content)).toEqual([reply]);
     expect(shown[0]?.edited).toBe(true);
@@ -100,7 +75,7 @@ describe("streaming replies into Discord through real discord.js", () => {
   it("goes on in a further message past 2,000 characters, in a DM too", async () => {
     await setup("partial");
     api.dispatch("MESSAGE_CREATE", discordMessage("dm-text", { content: "long" }));
-    const reply = await replied();
+    const reply = await deliveredReply(gateway);
     const dm = api.callsOf("POST", "/channels/:id/messages")[0]?.path.split("/")[2] as string;
     const shown = botMessages(dm).map((m) => m.content);
     expect(reply.length).toBeGreaterThan(2000);

@@ -1,8 +1,8 @@
 import { chunkMessage } from "@sessions/core";
 import { createScriptedRunner, type ScriptedAgent, systemClock } from "@sessions/gateway";
-import { matrixEvent } from "@sessions/testing";
+import { deliveredReply, matrixEvent, writeWords } from "@sessions/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { type E2E, startE2E, until } from "./e2e.fixture.js";
+import { type E2E, startE2E } from "./e2e.fixture.js";
 
 let e: E2E | undefined;
 afterEach(async () => {
@@ -10,15 +10,8 @@ afterEach(async () => {
   e = undefined;
 });
 
-/** A reply written ten words at a time, 15 ms apart; past 8,000 characters when asked for a long one. */
-const writer: ScriptedAgent = async (turn) => {
-  const words = Array.from({ length: turn.text.includes("long") ? 1300 : 40 }, (_, i) => `word${i} `);
-  for (let i = 0; i < words.length; i += 10) {
-    turn.say(words.slice(i, i + 10).join(""));
-    await turn.sleep(15);
-  }
-  return words.join("").trim();
-};
+/** A reply streamed ten words at a time: past 8,000 characters when asked for a long one. */
+const writer: ScriptedAgent = (turn) => writeWords(turn, turn.text.includes("long") ? 1300 : 40);
 
 async function start(streaming?: "off" | "partial" | "block"): Promise<E2E> {
   e = await startE2E(
@@ -35,24 +28,13 @@ async function start(streaming?: "off" | "partial" | "block"): Promise<E2E> {
   return e;
 }
 
-/** The reply, once its delivery is recorded. */
-async function replied(x: E2E): Promise<string> {
-  let reply = "";
-  await until(async () => {
-    const found = (await x.gateway.deliveries.list()).deliveries.find((d) => d.kind === "reply");
-    reply = found?.text ?? "";
-    return found?.status === "delivered";
-  }, "the reply delivered");
-  return reply;
-}
-
 const bodies = (x: E2E) => x.hs.shown(x.hs.rooms.ops).map((m) => m.body);
 
 describe("streaming replies into Matrix through real matrix-js-sdk", () => {
   it("does not stream unless asked: the reply is sent whole", async () => {
     const x = await start();
     x.hs.post(x.hs.rooms.ops, matrixEvent("room-text", { content: { body: "write please" } }));
-    const reply = await replied(x);
+    const reply = await deliveredReply(x.gateway);
     expect(bodies(x)).toEqual([reply]);
     expect(x.messages().filter((m) => m.content["m.new_content"] !== undefined)).toEqual([]);
   });
@@ -60,7 +42,7 @@ describe("streaming replies into Matrix through real matrix-js-sdk", () => {
   it("replaces one message as the reply grows (partial), ending as the reply", async () => {
     const x = await start("partial");
     x.hs.post(x.hs.rooms.ops, matrixEvent("room-text", { content: { body: "write please" } }));
-    const reply = await replied(x);
+    const reply = await deliveredReply(x.gateway);
     expect(bodies(x)).toEqual([reply]);
     const edits = x.messages().filter((m) => m.content["m.new_content"] !== undefined);
     expect(edits.length).toBeGreaterThan(0);
@@ -70,7 +52,7 @@ describe("streaming replies into Matrix through real matrix-js-sdk", () => {
   it("goes on in further messages past 8,000 characters", async () => {
     const x = await start("partial");
     x.hs.post(x.hs.rooms.ops, matrixEvent("room-text", { content: { body: "write a long one" } }));
-    const reply = await replied(x);
+    const reply = await deliveredReply(x.gateway);
     expect(reply.length).toBeGreaterThan(8000);
     expect(bodies(x)).toEqual(chunkMessage(reply, 8000));
   });

@@ -6,8 +6,13 @@ import {
   type Gateway,
   type ScriptedAgent,
 } from "@sessions/gateway";
-import { createFakeTelegramApi, type FakeTelegramApi, telegramUpdate } from "@sessions/testing";
-import { eventually } from "@sessions/testing/eventually";
+import {
+  createFakeTelegramApi,
+  deliveredReply,
+  type FakeTelegramApi,
+  telegramUpdate,
+  writeWords,
+} from "@sessions/testing";
 import { Bot } from "grammy";
 import type { Update } from "grammy/types";
 import { afterEach, describe, expect, it } from "vitest";
@@ -22,15 +27,8 @@ afterEach(async () => {
   await api?.close();
 });
 
-/** A reply written ten words at a time, 15 ms apart; past Telegram's 4,096 characters when asked for a long one. */
-const writer: ScriptedAgent = async (turn) => {
-  const words = Array.from({ length: turn.text === "long" ? 800 : 40 }, (_, i) => `word${i} `);
-  for (let i = 0; i < words.length; i += 10) {
-    turn.say(words.slice(i, i + 10).join(""));
-    await turn.sleep(15);
-  }
-  return words.join("").trim();
-};
+/** A reply streamed ten words at a time: past Telegram's 4,096 characters when asked for a long one. */
+const writer: ScriptedAgent = (turn) => writeWords(turn, turn.text === "long" ? 800 : 40);
 
 async function setup(
   streaming: "off" | "partial" | "block" | undefined,
@@ -53,14 +51,7 @@ async function setup(
 /** Hands grammY one update, waits for the reply's delivery to be recorded, and returns the reply's text. */
 async function ask(update: Record<string, unknown>): Promise<string> {
   await bot.handleUpdate(update as unknown as Update);
-  let reply = "";
-  await eventually(async () => {
-    const [row] = (await gateway.sessions.list()).sessions;
-    const { deliveries } = await gateway.deliveries.list({ sessionKey: row?.key as string });
-    reply = deliveries[0]?.text ?? "";
-    return deliveries[0]?.status === "delivered";
-  }, "the reply delivered");
-  return reply;
+  return deliveredReply(gateway);
 }
 
 const GROUP = "-100200300400";

@@ -1,13 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
 import { afterAll, describe, expect, inject, it, onTestFailed } from "vitest";
 import { createPostgresStore } from "./store.js";
 import { eventually, freshSchema } from "./testing/helpers.js";
+import { spawnTelegramGateway } from "./testing/spawn-gateway.js";
 
 const url = inject("postgresUrl");
-const here = dirname(fileURLToPath(import.meta.url));
 const LEASE_TTL_MS = 1500;
 const children = new Set<ChildProcess>();
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -30,25 +28,11 @@ interface BotGateway {
 
 function startGateway(name: string, schema: string, apiRoot: string, token: string): Promise<BotGateway> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(here, "testing", "telegram-gateway-process.ts")],
-      {
-        cwd: here,
-        env: {
-          ...process.env,
-          DATABASE_URL: url,
-          SCHEMA: schema,
-          NAME: name,
-          TELEGRAM_API_ROOT: apiRoot,
-          TELEGRAM_TOKEN: token,
-          LEASE_TTL_MS: String(LEASE_TTL_MS),
-          RECOVERY_MS: "250",
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
+    const child = spawnTelegramGateway(
+      children,
+      { url, schema, apiRoot, token },
+      { NAME: name, LEASE_TTL_MS: String(LEASE_TTL_MS) },
     );
-    children.add(child);
     const exited = new Promise<void>((done) => child.on("close", () => done()));
     const gateway: BotGateway = { name, child, log: [], polls: [], refusals: [], exited };
     let pending = "";

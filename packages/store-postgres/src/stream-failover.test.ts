@@ -1,6 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import type { ChildProcess } from "node:child_process";
 import { createTelegramAdapter } from "@sessions/adapter-telegram";
 import { createGateway, type Gateway } from "@sessions/gateway";
 import { createFakeTelegramApi, telegramUpdate } from "@sessions/testing";
@@ -8,10 +6,10 @@ import { Bot } from "grammy";
 import { afterAll, describe, expect, inject, it, onTestFailed } from "vitest";
 import { createPostgresStore } from "./store.js";
 import { eventually, freshSchema } from "./testing/helpers.js";
+import { spawnTelegramGateway } from "./testing/spawn-gateway.js";
 import { STREAMED_REPLY, streamingRunner } from "./testing/streamed-reply.js";
 
 const url = inject("postgresUrl");
-const here = dirname(fileURLToPath(import.meta.url));
 const GROUP = "-100200300400";
 const children = new Set<ChildProcess>();
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -27,27 +25,11 @@ describe("a reply streaming into Telegram when its gateway freezes past its leas
     const schema = freshSchema("streamfail");
     // The frozen gateway: it polls the bot, runs the message and streams its reply (a word every 150 ms).
     const log: string[] = [];
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(here, "testing", "telegram-gateway-process.ts")],
-      {
-        cwd: here,
-        env: {
-          ...process.env,
-          DATABASE_URL: url,
-          SCHEMA: schema,
-          NAME: "frozen",
-          TELEGRAM_API_ROOT: fake.apiRoot,
-          TELEGRAM_TOKEN: fake.token,
-          LEASE_TTL_MS: "1000",
-          RECOVERY_MS: "250",
-          STREAM_MS: "150",
-          STREAM_INTERVAL_MS: "100",
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
+    const child = spawnTelegramGateway(
+      children,
+      { url, schema, apiRoot: fake.apiRoot, token: fake.token },
+      { NAME: "frozen", LEASE_TTL_MS: "1000", STREAM_MS: "150", STREAM_INTERVAL_MS: "100" },
     );
-    children.add(child);
     child.stdout?.on("data", (chunk) => log.push(String(chunk)));
     child.stderr?.on("data", (chunk) => log.push(String(chunk)));
     onTestFailed(() => {

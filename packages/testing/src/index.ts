@@ -83,4 +83,5 @@ export {
   slackEvent,
   slackTs,
 } from "./slack-fixtures.js";
+export { deliveredReply, type RepliesGateway, type WritingTurn, writeWords } from "./streamed-replies.js";
 export { type TelegramFixtureName, telegramUpdate } from "./telegram-fixtures.js";

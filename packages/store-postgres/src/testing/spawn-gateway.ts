@@ -48,3 +48,38 @@ export function startGatewayProcess(
     child.on("exit", (code) => reject(new Error(`${name} exited ${code}: ${log.join("")}`)));
   });
 }
+
+/** The environment of `telegram-gateway-process.ts` (see its header), beyond the database and the bot's API. */
+export interface TelegramGatewayEnv {
+  NAME: string;
+  LEASE_TTL_MS: string;
+  RECOVERY_MS?: string | undefined;
+  STREAM_MS?: string | undefined;
+  STREAM_INTERVAL_MS?: string | undefined;
+}
+
+/**
+ * Spawns `telegram-gateway-process.ts` (a gateway with a Telegram bot on the shared schema), its bot's HTTP pointed
+ * at a fake Bot API; added to `children`. The caller reads its output (it prints `ready` once it runs).
+ */
+export function spawnTelegramGateway(
+  children: Set<ChildProcess>,
+  options: { url: string; schema: string; apiRoot: string; token: string },
+  env: TelegramGatewayEnv,
+): ChildProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", join(here, "telegram-gateway-process.ts")], {
+    cwd: join(here, ".."),
+    env: {
+      ...process.env,
+      DATABASE_URL: options.url,
+      SCHEMA: options.schema,
+      TELEGRAM_API_ROOT: options.apiRoot,
+      TELEGRAM_TOKEN: options.token,
+      RECOVERY_MS: "250",
+      ...Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined)),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  return child;
+}
