@@ -83,5 +83,12 @@ export {
   slackEvent,
   slackTs,
 } from "./slack-fixtures.js";
-export { deliveredReply, type RepliesGateway, type WritingTurn, writeWords } from "./streamed-replies.js";
+export {
+  deliveredReply,
+  type RepliesDeliveries,
+  type RepliesGateway,
+  type RepliesSessions,
+  type WritingTurn,
+  writeWords,
+} from "./streamed-replies.js";
 export { type TelegramFixtureName, telegramUpdate } from "./telegram-fixtures.js";

@@ -2,7 +2,9 @@ import { eventually } from "./eventually.js";
 
 /** What {@link writeWords} needs of a scripted agent's turn (the gateway's `ScriptedTurn` has it). */
 export interface WritingTurn {
+  /** Streams a text delta. */
   say(text: string): void;
+  /** Waits on the gateway's clock. */
   sleep(ms: number): Promise<void>;
 }
 
@@ -20,14 +22,26 @@ export async function writeWords(turn: WritingTurn, count: number, msBetween = 1
   return words.join("").trim();
 }
 
+/** The `sessions` methods {@link deliveredReply} calls. */
+export interface RepliesSessions {
+  /** `sessions.list`: the sessions, as `{ sessions: [{ key }] }`. */
+  list(): Promise<{ sessions: { key: string }[] }>;
+}
+
+/** The `deliveries` methods {@link deliveredReply} calls. */
+export interface RepliesDeliveries {
+  /** `deliveries.list`: a session's outbox records. */
+  list(params: {
+    sessionKey: string;
+  }): Promise<{ deliveries: { text: string; status: string; kind: string }[] }>;
+}
+
 /** What {@link deliveredReply} reads of a gateway. */
 export interface RepliesGateway {
-  sessions: { list(): Promise<{ sessions: { key: string }[] }> };
-  deliveries: {
-    list(params: {
-      sessionKey: string;
-    }): Promise<{ deliveries: { text: string; status: string; kind: string }[] }>;
-  };
+  /** The gateway's `sessions` methods. */
+  readonly sessions: RepliesSessions;
+  /** The gateway's `deliveries` methods. */
+  readonly deliveries: RepliesDeliveries;
 }
 
 /** Waits until the reply of the gateway's first session is delivered (the outbox recorded it); its text. */
