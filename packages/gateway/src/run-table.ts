@@ -1,6 +1,6 @@
 import { Lanes, Semaphore } from "./lanes.js";
 import { Handovers } from "./runs/handover.js";
-import type { GuardRecord, RunRecord, RunUsage } from "./store/types.js";
+import type { GuardRecord, RunRecord, RunUsage, StreamPreview } from "./store/types.js";
 
 /**
  * The abort switch of a run this process holds. Most runs are never aborted: the `AbortSignal` a runner sees is
@@ -70,6 +70,8 @@ export class RunAborted extends Error {
  * again once it holds the lane again, unless another gateway ended or took it meanwhile.
  */
 export class LaneLost extends Error {
+  /** The messages the run's reply had streamed into when it stopped: its next attempt edits them on. */
+  stream?: StreamPreview | undefined;
   constructor(
     readonly lease: string,
     reason: string,

@@ -162,8 +162,12 @@ export async function executeRun(
       ctx.lifecycle.emit("ended", ended, false);
     }
   }
-  // No end under a lost lane: whoever holds the lane next runs it again (this gateway, unless another took it).
-  if (lost !== undefined) throw lost;
+  // No end under a lost lane: whoever holds the lane next runs it again (this gateway, unless another took it),
+  // editing on the messages its reply streamed into.
+  if (lost !== undefined) {
+    if (run.stream !== undefined) lost.stream = run.stream;
+    throw lost;
+  }
   if (control.guards.length > 0) run = { ...run, guards: [...control.guards] };
   run = await recordEnd(ctx, run, usage, lane, budgetStop);
   if (run.status !== "ok" && merged.length + steered.length > 0 && !discarded.has(run)) {
@@ -359,11 +363,19 @@ async function recordEnd(
     // or still its own, the lane another's: it runs again once the lane is back (as for a lane lost mid-run).
     if (!ended.ended) {
       const stored = await untilStored(() => ctx.store.getRun(run.runId), storeOutage(ctx, run.runId));
-      if (lane !== undefined && stored !== undefined && !isFinal(stored.status) && stored.owner === ctx.owner)
-        throw new LaneLost(
+      if (
+        lane !== undefined &&
+        stored !== undefined &&
+        !isFinal(stored.status) &&
+        stored.owner === ctx.owner
+      ) {
+        const lost = new LaneLost(
           lane.lease.name,
           "another gateway took the session's lane before the run's end was recorded",
         );
+        if (run.stream !== undefined) lost.stream = run.stream;
+        throw lost;
+      }
       return discardEnd(ctx, run, stored);
     }
     if (passOn) lane?.passed?.();

@@ -6,6 +6,7 @@ import type { Gateway } from "../gateway.js";
 import type { AgentRunner, RunnerTool } from "../runner/types.js";
 import { createMemoryStore } from "../store/memory.js";
 import type { SessionStore } from "../store/types.js";
+import { createStreamingChannel } from "../test-kit.js";
 
 const cluster = { leaseTtlMs: 600, recoveryIntervalMs: 100 };
 
@@ -146,6 +147,51 @@ describe("a run whose gateway loses the store past its lane's lease", () => {
     ]);
     const history = await a.chat.history({ sessionKey: "s" });
     expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+
+  it("run again on the same gateway, its reply edits on the message it had streamed into (one message)", async () => {
+    const link = linkTo(createMemoryStore());
+    const channel = createStreamingChannel({ intervalMs: 0 });
+    const attempts: boolean[] = [];
+    const gateway = createGateway({
+      store: link.store,
+      adapters: [channel],
+      config: { channels: { chat: { streaming: "partial" } } },
+      cluster,
+      runner: {
+        async run(request) {
+          attempts.push(request.repeat === true);
+          request.emit({ type: "text-delta", text: "Half of the reply " });
+          if (request.repeat === true) return { reply: "The whole reply, written again." };
+          await new Promise((resolve) => request.signal.addEventListener("abort", resolve, { once: true }));
+          throw request.signal.reason;
+        },
+      },
+    });
+    gateways.push(gateway);
+    await gateway.ready;
+    const { runId } = await gateway.agent({
+      sessionKey: "s",
+      message: "write",
+      idempotencyKey: "k-stream",
+      deliver: true,
+      channel: "chat",
+      to: "room:1",
+    });
+    // Its message is up and recorded on the run before the store goes away.
+    await eventually(async () =>
+      expect((await link.store.getRun(runId))?.stream?.messageIds).toHaveLength(1),
+    );
+    link.cut();
+    await eventually(() => expect(attempts).toEqual([false]));
+    await new Promise((resolve) => setTimeout(resolve, cluster.leaseTtlMs));
+    link.heal();
+    expect(await gateway.agentWait({ runId, timeoutMs: 60_000 })).toMatchObject({ status: "ok" });
+    await eventually(() =>
+      expect(channel.shown("room:1").map((m) => m.text)).toEqual(["The whole reply, written again."]),
+    );
+    expect(attempts).toEqual([false, true]);
+    expect(channel.requests.filter((r) => r.op === "post")).toHaveLength(1);
   });
 
   it("never overlaps another gateway's runs of its session when it alone is cut off", async () => {

@@ -229,10 +229,17 @@ function schedule(
               });
               taken = undefined;
               const again = ctx.runs.register(run);
+              // What its reply streamed into so far goes with it (its fenced start rewrites the record).
+              const streamed = error.stream;
               attempt = (lane) =>
                 executeRun(
                   ctx,
-                  { ...run, status: "queued", startedAt: undefined },
+                  {
+                    ...run,
+                    status: "queued",
+                    startedAt: undefined,
+                    ...(streamed ? { stream: streamed } : {}),
+                  },
                   spec,
                   input,
                   again,
