@@ -188,12 +188,8 @@ export async function serve(options: OptionValues, out: (line: string) => void):
   });
   // Each run's steps, for operators following one request: only at debug (it costs a line per step).
   if (level === "debug") logRuns(gateway, logger.child("runs"));
-  const a2a =
-    options.a2a === true
-      ? server.a2a === undefined || server.a2a === false
-        ? true
-        : server.a2a
-      : server.a2a || undefined;
+  // --a2a turns A2A on; the config's `gateway.a2a` (an object) says which agents and the public URL.
+  const a2a = server.a2a || (options.a2a === true ? true : undefined);
   const listening = await gateway.listen({
     host,
     port: port === -1 ? (server.port ?? 18789) : port,

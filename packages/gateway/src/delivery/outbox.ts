@@ -193,9 +193,7 @@ export function createOutbox(deps: OutboxDeps): Outbox {
                 { text: record.text, kind: record.kind, sessionKey: record.sessionKey },
                 { idempotencyKey: record.idempotencyKey },
               )
-            : deliverStreamed(adapter, { ...record, stream }, target, streamProgress).then((messageIds) => ({
-                messageIds,
-              })),
+            : deliverStreamed(adapter, { ...record, stream }, target, streamProgress),
           attemptTimeout,
           `the ${record.channel} adapter did not answer within ${attemptTimeout} ms`,
         );

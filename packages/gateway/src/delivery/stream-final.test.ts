@@ -43,7 +43,7 @@ describe("deliverStreamed", () => {
     await expect(deliverStreamed(channel, delivery, target, progress)).rejects.toMatchObject({
       code: "unavailable",
     });
-    const ids = await deliverStreamed(channel, delivery, target, progress);
+    const { messageIds: ids } = await deliverStreamed(channel, delivery, target, progress);
     expect(channel.shown(TO).map((m) => m.text)).toEqual(parts);
     expect(ids).toEqual(channel.shown(TO).map((m) => m.id));
     expect(ids[0]).toBe(first);

@@ -1,5 +1,5 @@
 import { chunkMessage, SessionsError } from "@sessions/core";
-import type { ChannelAdapterV1, DeliveryTarget } from "../adapter.js";
+import type { ChannelAdapterV1, DeliveryReceipt, DeliveryTarget } from "../adapter.js";
 import type { DeliveryRecord, StreamPreview } from "../store/types.js";
 import { previewTarget, sameTarget } from "./streams.js";
 
@@ -11,26 +11,26 @@ const gone = (error: unknown) => SessionsError.isInstance(error) && error.code =
  * cut as they were (`maxChars`); the pieces beyond them are posted; the messages left over removed. A retry of the
  * same delivery resumes after the last piece that went out (`progress`, by delivery id), so none is posted twice.
  * When the reply goes elsewhere than it streamed (its target changed), the streamed messages are removed and the
- * reply is delivered as usual. Returns the ids of the messages that show the reply.
+ * reply is delivered as usual. The receipt lists the messages that show the reply.
  */
 export async function deliverStreamed(
   adapter: ChannelAdapterV1,
   record: DeliveryRecord & { stream: StreamPreview },
   target: DeliveryTarget,
   progress: Map<string, string[]>,
-): Promise<string[]> {
+): Promise<DeliveryReceipt> {
   const { stream: preview } = record;
   const ops = adapter.stream;
   const message = { text: record.text, kind: record.kind, sessionKey: record.sessionKey };
   const options = { idempotencyKey: record.idempotencyKey };
   if (ops === undefined) {
     // The adapter no longer streams (a new version, say): its messages cannot be edited; the reply goes as usual.
-    return record.text === "" ? [] : (await adapter.deliver(target, message, options)).messageIds;
+    return record.text === "" ? { messageIds: [] } : adapter.deliver(target, message, options);
   }
   const at = previewTarget(preview);
   if (!sameTarget(at, target)) {
     for (const id of preview.messageIds) await ops.remove(at, id);
-    return record.text === "" ? [] : (await adapter.deliver(target, message, options)).messageIds;
+    return record.text === "" ? { messageIds: [] } : adapter.deliver(target, message, options);
   }
   const parts = chunkMessage(record.text, preview.maxChars);
   const done = progress.get(record.id) ?? [];
@@ -57,5 +57,5 @@ export async function deliverStreamed(
     throw error;
   }
   progress.delete(record.id);
-  return done;
+  return { messageIds: done };
 }

@@ -45,8 +45,8 @@ export interface ReplyStreamOptions {
   live?: (() => boolean) | undefined;
 }
 
-/** The target a preview's messages are in. */
-export function previewTarget(preview: StreamPreview): DeliveryTarget {
+/** The target a preview's messages are in (a target's own fields, nothing else). */
+export function previewTarget(preview: DeliveryTarget): DeliveryTarget {
   return {
     channel: preview.channel,
     to: preview.to,
@@ -82,10 +82,7 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
   let stopped = false;
 
   const preview = (): StreamPreview => ({
-    channel: target.channel,
-    to: target.to,
-    ...(target.accountId === undefined ? {} : { accountId: target.accountId }),
-    ...(target.threadId === undefined ? {} : { threadId: target.threadId }),
+    ...previewTarget(target),
     messageIds: [...ids],
     maxChars: streamingLimit(mode, stream.maxMessageLength),
   });

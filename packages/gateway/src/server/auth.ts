@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
 import {
   defaultAgentId,
   type SessionsConfig,
@@ -69,7 +70,8 @@ const METHOD_SCOPE: Readonly<Record<string, "operator.read" | "operator.write" |
 /** What a token bound to a requester session may call, naming that session as `requesterKey`. */
 export const BOUND_METHODS: ReadonlySet<string> = new Set(["sessions.tools.call", "runs.tree"]);
 
-function hasScope(scopes: readonly string[], needed: string): boolean {
+/** Whether `scopes` grant `needed` (admin implies write, write implies read). */
+export function hasScope(scopes: readonly string[], needed: string): boolean {
   if (scopes.includes("operator.admin")) return true;
   if (needed === "operator.read")
     return scopes.includes("operator.read") || scopes.includes("operator.write");
@@ -174,4 +176,18 @@ export function bindCaller(
   caller.boundRequester = toStoreKey({ agentId: defaultAgentId(config), key: who.requesterKey });
   caller.boundSandboxed = who.sandboxed === true;
   caller.scopes = ["sessions.tools"];
+}
+
+/**
+ * Who a plain HTTP request's `Authorization: Bearer <token>` is: the operator scopes it holds and a name for it (the
+ * token's label); undefined when it holds none (no such token, or one bound to a requester session).
+ */
+export function bearerCaller(authenticate: Authenticate) {
+  return (req: IncomingMessage): { scopes: readonly string[]; name: string } | undefined => {
+    const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim();
+    const who = authenticate(given);
+    if (who === "open") return { scopes: OPERATOR_SCOPES, name: "anonymous" };
+    if (who === undefined || who.requesterKey !== undefined) return undefined;
+    return { scopes: who.scopes ?? OPERATOR_SCOPES, name: who.label ?? "token" };
+  };
 }

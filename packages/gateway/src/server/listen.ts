@@ -6,7 +6,7 @@ import { type Logger, silentLogger } from "@sessions/core";
 import { WebSocket, WebSocketServer } from "ws";
 import type { Gateway, GatewayEvent } from "../gateway.js";
 import { type A2AServerOptions, createA2ARoutes } from "./a2a/routes.js";
-import { type Authenticate, createAuthenticator, type ListenAuth } from "./auth.js";
+import { bearerCaller, createAuthenticator, type ListenAuth } from "./auth.js";
 import { type Connection, createFrameWriter, newConnection } from "./connection.js";
 import { type CreatedRun, EventRouter } from "./event-routing.js";
 import { createFrameReader } from "./frames.js";
@@ -85,21 +85,6 @@ export function interestSize(gateway: Gateway): ReturnType<EventRouter<Connectio
     for (const [name, n] of Object.entries(router.size())) total[name as keyof typeof total] += n;
   }
   return total;
-}
-
-/**
- * Who a plain HTTP request's `Authorization: Bearer <token>` is: the operator scopes it holds and a name for it (the
- * token's label); undefined when it holds none (no such token, or one bound to a requester session).
- */
-function bearerCaller(authenticate: Authenticate) {
-  const all = ["operator.read", "operator.write", "operator.admin"];
-  return (req: IncomingMessage) => {
-    const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim();
-    const who = authenticate(given);
-    if (who === "open") return { scopes: all, name: "anonymous" };
-    if (who === undefined || who.requesterKey !== undefined) return undefined;
-    return { scopes: who.scopes ?? all, name: who.label ?? "token" };
-  };
 }
 
 /** Serves a gateway over WebSocket, speaking docs/protocol.md. */

@@ -32,7 +32,7 @@ export function createA2AExecutor(gateway: Gateway, agentId: string): AgentExecu
       const caller = request.context.user?.userName || "anonymous";
       let runId: string | undefined;
       let streamed = false;
-      const early: string[] = [];
+      const early: { runId: string; text: string }[] = [];
       const delta = (text: string) => {
         bus.publish(
           AgentEvent.artifactUpdate({
@@ -48,7 +48,7 @@ export function createA2AExecutor(gateway: Gateway, agentId: string): AgentExecu
       };
       const unsubscribe = gateway.subscribe((event: GatewayEvent) => {
         if (event.type !== "chat" || event.state !== "delta" || typeof event.deltaText !== "string") return;
-        if (runId === undefined) early.push(`${event.runId}\u0000${event.deltaText}`);
+        if (runId === undefined) early.push({ runId: event.runId, text: event.deltaText });
         else if (event.runId === runId) delta(event.deltaText);
       });
       try {
@@ -76,10 +76,7 @@ export function createA2AExecutor(gateway: Gateway, agentId: string): AgentExecu
           }),
         );
         // Deltas the run emitted before its id was known here.
-        for (const line of early.splice(0)) {
-          const [id, text] = line.split("\u0000") as [string, string];
-          if (id === runId) delta(text);
-        }
+        for (const seen of early.splice(0)) if (seen.runId === runId) delta(seen.text);
         for (;;) {
           const waited = await gateway.agentWait({ runId, timeoutMs: 60_000 });
           if (waited.status !== "timeout" || waited.endedAt !== undefined) break;

@@ -20,6 +20,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { defaultAgentId, normalizeAgentId, SessionsError } from "@sessions/core";
 import type { Gateway } from "../../gateway.js";
+import { hasScope } from "../auth.js";
 import { type A2ACardInput, agentCard, legacyAgentCard } from "./card.js";
 import { createA2AExecutor } from "./executor.js";
 import { RunTaskStore } from "./tasks.js";
@@ -159,11 +160,7 @@ export function createA2ARoutes(
     }
     const { scopes } = caller;
     const needed = READ_METHODS.has(method) ? "operator.read" : "operator.write";
-    const allowed =
-      scopes.includes("operator.admin") ||
-      scopes.includes(needed) ||
-      (needed === "operator.read" && scopes.includes("operator.write"));
-    if (!allowed) {
+    if (!hasScope(scopes, needed)) {
       return sendJson(res, 403, {
         jsonrpc: "2.0",
         id,
