@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultAgentId, findAgentConfig, parseSessionsConfig, resolveThreadBindings } from "./config.js";
 import { SessionsError } from "./errors.js";
+import { findRemoteAgent } from "./remote-agents.js";
 
 function configError(input: unknown): SessionsError {
   try {
@@ -144,5 +145,35 @@ describe("parseSessionsConfig", () => {
     expect(resolveThreadBindings(mixed, "discord", "work-bot").enabled).toBe(false);
     expect(resolveThreadBindings(mixed, "DISCORD", "Work Bot").enabled).toBe(false);
     expect(resolveThreadBindings(mixed, "discord", "other").enabled).toBe(true);
+  });
+});
+
+describe("agents.remotes", () => {
+  const remote = { id: "Weather Bot", url: "https://agents.example.com/weather/" };
+
+  it("reads remote agents: ids normalised, found by id", () => {
+    const config = parseSessionsConfig({
+      agents: { remotes: [{ ...remote, auth: { tokenEnv: "WEATHER_TOKEN" } }] },
+    });
+    expect(findRemoteAgent(config, "weather-bot")).toEqual({
+      id: "weather-bot",
+      url: "https://agents.example.com/weather/",
+      auth: { tokenEnv: "WEATHER_TOKEN" },
+    });
+    expect(findRemoteAgent(config, "main")).toBeUndefined();
+    expect(parseSessionsConfig().agents.remotes).toEqual([]);
+  });
+
+  it.each([
+    [{ remotes: [{ ...remote, url: "ftp://x" }] }, "agents.remotes[0].url"],
+    [{ remotes: [{ ...remote, url: "agents.example.com" }] }, "agents.remotes[0].url"],
+    [{ remotes: [{ ...remote, auth: {} }] }, "agents.remotes[0].auth"],
+    [{ remotes: [{ ...remote, auth: { token: "a", tokenEnv: "B" } }] }, "agents.remotes[0].auth"],
+    [{ remotes: [remote, { ...remote, id: "weather-bot" }] }, "agents.remotes[1].id"],
+    [{ list: [{ id: "weather-bot" }], remotes: [remote] }, "agents.remotes[0].id"],
+  ])("refuses %j naming %s", (agents, field) => {
+    const error = configError({ agents });
+    expect(error.code).toBe("invalid_config");
+    expect(error.field).toBe(field);
   });
 });

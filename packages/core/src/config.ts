@@ -5,6 +5,7 @@ import { BudgetSchema } from "./budget.js";
 import { normalizeChannelId } from "./channels.js";
 import { DM_SCOPES, normalizeAccountId, normalizeAgentId } from "./keys.js";
 import { QUEUE_MODES } from "./queue-mode.js";
+import { RemoteAgentConfigSchema } from "./remote-agents.js";
 import { toSessionsError } from "./schema-errors.js";
 import { STREAMING_MODES, type StreamingMode } from "./streaming.js";
 import { SESSION_TOOL_NAMES } from "./tool-names.js";
@@ -176,6 +177,8 @@ export const SessionsConfigSchema = z
           })
           .prefault({}),
         list: z.array(AgentConfigSchema).default([]),
+        /** Agents behind other servers, reached over A2A (see `RemoteAgentConfigSchema`). */
+        remotes: z.array(RemoteAgentConfigSchema).default([]),
       })
       .prefault({}),
     channels: z.record(z.string(), ChannelConfigSchema).default({}),
@@ -191,6 +194,20 @@ export const SessionsConfigSchema = z
           message: `duplicate agent id "${agent.id}" (also agents.list[${first}].id)`,
         });
       } else seen.set(agent.id, index);
+    });
+    const remotes = new Map<string, number>();
+    config.agents.remotes.forEach((remote, index) => {
+      const first = remotes.get(remote.id);
+      const local = seen.has(remote.id);
+      if (first !== undefined || local) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["agents", "remotes", index, "id"],
+          message: local
+            ? `remote agent id "${remote.id}" is also an agent of agents.list`
+            : `duplicate remote agent id "${remote.id}" (also agents.remotes[${first}].id)`,
+        });
+      } else remotes.set(remote.id, index);
     });
   });
 

@@ -17,6 +17,7 @@ export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export * from "./protocol.js";
 export * from "./queue-mode.js";
+export * from "./remote-agents.js";
 export { formatIssuePath, toSessionsError } from "./schema-errors.js";
 export * from "./search.js";
 export * from "./send-policy.js";

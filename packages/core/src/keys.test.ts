@@ -208,6 +208,11 @@ describe("sessionKindOf (SPEC 1.3)", () => {
     ["agent:main:main:thread:1", "other"],
     ["custom-key", "other"],
     ["agent:main:::", "other"],
+    // A2A contexts: a caller's with one of our agents, and ours with a remote agent.
+    ["agent:main:a2a:direct:ctx-1", "a2a"],
+    ["agent:weather:a2a:main", "a2a"],
+    ["agent:weather:a2a:trip:thread:2", "a2a"],
+    ["agent:main:a2a", "other"],
   ])("%j is %j", (key, kind) => {
     expect(sessionKindOf(key)).toBe(kind);
   });

@@ -3,7 +3,7 @@ import { normalizeChoice } from "./choice.js";
 import { describeValue, SessionsError } from "./errors.js";
 
 /** The coarse kinds the tools filter on (`sessions_list({ kinds })`). */
-export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] as const;
+export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "a2a", "other"] as const;
 /** The coarse class the tools filter on (SPEC 1.3). */
 export type SessionKind = (typeof SESSION_KINDS)[number];
 
@@ -196,6 +196,12 @@ function classify(a: KeyAnalysis, mainKey: string, entryChatType?: ChatType): Sh
     if (b0 === "cron") return { kind: "cron", chatType: "unknown", subagent: false };
     if (b0 === "hook") return { kind: "hook", chatType: "unknown", subagent: false };
     if (b0 === "node") return { kind: "node", chatType: "unknown", subagent: false };
+    if (b0 === "a2a") {
+      // An A2A context: a caller's with one of this gateway's agents (`a2a:direct:<context>`), or one with a remote
+      // agent (`agent:<remote>:a2a:<name>`).
+      const peer = (base[1] === "direct" && len > 2 ? base.slice(2) : base.slice(1)).join(":");
+      return { kind: "a2a", chatType: "direct", channel: "a2a", peerId: peer, subagent: false };
+    }
     if (b0 === "subagent") {
       return {
         kind: chatFromEntry ? "group" : "other",

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { VISIBILITIES } from "./access.js";
 import { BudgetSchema } from "./budget.js";
 import { SessionsError } from "./errors.js";
-import { DM_SCOPES, type DmScope } from "./keys.js";
+import { DM_SCOPES, type DmScope, SESSION_KINDS } from "./keys.js";
 import { LIMITS } from "./limits.js";
 import { QUEUE_MODES } from "./queue-mode.js";
 import { toSessionsError } from "./schema-errors.js";
@@ -203,10 +203,7 @@ export const SessionsListMethodParams = z.strictObject({
   search: z.string().max(LIMITS.search).optional(),
   includeGlobal: z.boolean().optional(),
   includeUnknown: z.boolean().optional(),
-  kinds: z
-    .array(z.enum(["main", "group", "cron", "hook", "node", "other"]))
-    .max(LIMITS.kinds)
-    .optional(),
+  kinds: z.array(z.enum(SESSION_KINDS)).max(LIMITS.kinds).optional(),
   includeArchived: z.boolean().optional(),
 });
 
@@ -221,10 +218,7 @@ export const SessionsSearchMethodParams = z.strictObject({
   /** Best-matching messages shown per session (default 1). */
   messagesPerSession: z.int().min(1).max(10).optional(),
   agentId: z.string().trim().min(1).max(LIMITS.id).optional(),
-  kinds: z
-    .array(z.enum(["main", "group", "cron", "hook", "node", "other"]))
-    .max(LIMITS.kinds)
-    .optional(),
+  kinds: z.array(z.enum(SESSION_KINDS)).max(LIMITS.kinds).optional(),
   activeMinutes: z.int().min(1).optional(),
   includeArchived: z.boolean().optional(),
   requesterKey: optionalKey,
@@ -292,6 +286,11 @@ export const InputProvenanceSchema = z.strictObject({
   sourceSessionKey: optionalKey,
   sourceChannel: idText.optional(),
   sourceTool: idText.optional(),
+  /**
+   * Ours: how many messages from its tree's first this one is, when the tree began elsewhere (another gateway, over
+   * A2A): the run counts on from it, so `maxHops` holds across gateways.
+   */
+  hops: z.int().min(1).max(100).optional(),
 });
 
 /** `agent` params. */

@@ -88,7 +88,7 @@ export const sessionTools: { readonly [N in SessionToolName]: SessionToolContrac
   ),
   sessions_send: contract(
     "sessions_send",
-    "Send a message into another session and, unless timeoutSeconds is 0, wait for that session's reply. The message is marked as coming from your session, not from a user. With label (or labels, optionally agentId) instead of sessionKey, send it to every session with that label you can see: each answers on its own, listed in targets.",
+    "Send a message into another session and, unless timeoutSeconds is 0, wait for that session's reply. The message is marked as coming from your session, not from a user. With label (or labels, optionally agentId) instead of sessionKey, send it to every session with that label you can see: each answers on its own, listed in targets. A remote agent from agents_list is sent to at its sessionKey.",
     SessionsSendParams,
     SessionsSendResult,
   ),
@@ -100,7 +100,7 @@ export const sessionTools: { readonly [N in SessionToolName]: SessionToolContrac
   ),
   agents_list: contract(
     "agents_list",
-    "List the agent ids you may use as agentId in sessions_spawn (your own agent first).",
+    "List the agent ids you may use as agentId in sessions_spawn (your own agent first), then the remote agents you may talk to with sessions_send (remote: true, with the sessionKey to send to).",
     AgentsListParams,
     AgentsListResult,
   ),

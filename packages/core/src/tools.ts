@@ -410,11 +410,33 @@ export const SessionsSpawnResult = z.object({
 /** `agents_list` takes no parameters. */
 export const AgentsListParams = z.strictObject({});
 
-/** `agents_list` result: the requester and the agent ids it may spawn under. */
+/**
+ * `agents_list` result: the requester and the agent ids it may spawn under, then the remote agents (A2A) it may
+ * send to, each with the session to send to.
+ */
 export const AgentsListResult = z.object({
   requester: z.string(),
   allowAny: z.boolean(),
-  agents: z.array(z.object({ id: z.string(), name: z.string().optional(), configured: z.boolean() })),
+  agents: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string().optional(),
+      configured: z.boolean(),
+      remote: z
+        .boolean()
+        .optional()
+        .describe(
+          "An agent behind another server, over A2A: talk to it with sessions_send, not sessions_spawn.",
+        ),
+      description: z.string().optional(),
+      sessionKey: z
+        .string()
+        .optional()
+        .describe(
+          "A remote agent: the session to send to. Another name after a2a: (agent:<id>:a2a:<name>) starts another conversation.",
+        ),
+    }),
+  ),
 });
 
 // ---------------------------------------------------------------- registry

@@ -4,6 +4,7 @@ import type { Clock, DeadlineTimer } from "./clock.js";
 import type { GatewayEvent } from "./events.js";
 import type { Lanes } from "./lanes.js";
 import type { Lifecycle } from "./lifecycle.js";
+import type { RemoteAgents } from "./remotes/remote-agents.js";
 import type { LaneLost, RunTable } from "./run-table.js";
 import type { AgentRunner, RunnerTool } from "./runner/types.js";
 import type {
@@ -146,6 +147,8 @@ export interface GatewayContext {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly runner: AgentRunner;
+  /** The remote agents of `agents.remotes`: their sessions' runs go to them over A2A instead of `runner`. */
+  readonly remotes: RemoteAgents;
   readonly channels: Channels;
   readonly outbox: Outbox;
   readonly runs: RunTable;

@@ -25,6 +25,7 @@ import { Lanes } from "./lanes.js";
 import { Lifecycle } from "./lifecycle.js";
 import { dispatch } from "./methods/index.js";
 import { callTool } from "./methods/tools.js";
+import { createRemoteAgents } from "./remotes/remote-agents.js";
 import { RunTable } from "./run-table.js";
 import { recordingRunner, recordingWriter, recordRequestsAndDeliveries } from "./runner/recording.js";
 import { followInterrupts } from "./runs/interrupt.js";
@@ -127,6 +128,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     clock,
     logger,
     runner: record === undefined ? options.runner : recordingRunner(options.runner, record),
+    remotes: createRemoteAgents(config, process.env),
     channels,
     outbox: createOutbox({
       store,

@@ -140,6 +140,13 @@ async function replyBackAndAnnounce(
     }
   }
   if (ctx.tasks.closed) return;
+  if (ctx.remotes.of(targetKey) !== undefined) {
+    // A remote agent's session has no chat here to announce into, and its agent no announce step.
+    await ctx.outbox.enqueue(
+      suppressedAnnounce(primary, targetChannel, "the target is a remote agent (A2A)"),
+    );
+    return;
+  }
   const targetEntry = await store.getEntry(targetKey);
   if (targetEntry === undefined) {
     await ctx.outbox.enqueue(suppressedAnnounce(primary, targetChannel, "target session deleted"));

@@ -36,6 +36,7 @@ function provenanceOf(p: ParsedMethodParams<"agent">) {
     sourceSessionKey: given.sourceSessionKey,
     ...(given.sourceChannel ? { sourceChannel: given.sourceChannel } : {}),
     ...(given.sourceTool ? { sourceTool: given.sourceTool } : {}),
+    ...(given.hops === undefined ? {} : { hops: given.hops }),
   };
 }
 
@@ -78,6 +79,8 @@ export const agentMethods = {
       kind: "agent",
       cause: { kind: "request", method: "agent" },
       ...(p.traceparent === undefined ? {} : { traceparent: p.traceparent }),
+      // A tree that began on another gateway counts its hops on from the message that brought it here.
+      ...(provenance?.hops === undefined ? {} : { hops: provenance.hops }),
       input: { role: "user", content: p.message, ts: ctx.clock.now(), ...(provenance ? { provenance } : {}) },
       idempotencyKey: p.idempotencyKey,
       ...(deliverTo === undefined ? {} : { deliverTo }),

@@ -2,6 +2,7 @@ import { SessionsError, type TranscriptMessage } from "@sessions/core";
 import type { DeliveryTarget } from "../adapter.js";
 import type { GatewayContext, LaneHold, RunLane } from "../context.js";
 import { openReplyStream, previewRemoval, type ReplyStream } from "../delivery/streams.js";
+import { runRemote } from "../remotes/remote-run.js";
 import { BudgetDeadline, LaneLost, RunAborted, type RunControl, RunTimeout } from "../run-table.js";
 import type { AgentRunEvent, AgentRunRequest, RunnerTool } from "../runner/types.js";
 import { type LentMessages, readHistory } from "../store/history.js";
@@ -123,7 +124,10 @@ export async function executeRun(
     );
     const request = runRequest(ctx, run, spec, last, history, entry, control, steering, fence, replyStream);
     if (repeat) request.repeat = true;
-    const result = await control.race(ctx.runner.run(request));
+    const remote = ctx.remotes.of(spec.sessionKey);
+    const result = await control.race(
+      remote === undefined ? ctx.runner.run(request) : runRemote(ctx, remote, request, run),
+    );
     run = replyWhereNewestAsked(run, steered);
     const reply = typeof result?.reply === "string" ? result.reply : "";
     usage = result?.usage ?? control.spent;

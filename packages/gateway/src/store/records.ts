@@ -18,6 +18,15 @@ export interface StoredEntry extends SessionEntry {
   sandboxed?: boolean | undefined;
   /** What this session's tools may see, set by an operator with `sessions.patch`; wins over the configured visibility. */
   visibility?: Visibility | undefined;
+  /** A session of a remote agent (`agent:<remote>:a2a:<name>`): the A2A context it is, once the remote named it. */
+  a2a?: RemoteContext | undefined;
+}
+
+/** The A2A context a session of a remote agent is, and the task the remote left waiting for an answer. */
+export interface RemoteContext {
+  contextId: string;
+  /** Set while the remote's last task waits for input (`input-required`): the next message answers it. */
+  taskId?: string | undefined;
 }
 
 /** A transcript message with its per-session sequence number (1, 2, 3, …). */

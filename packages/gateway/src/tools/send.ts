@@ -2,6 +2,7 @@ import type { parseToolParams, SessionsSendResult } from "@sessions/core";
 import { agentToAgentContext, interSession } from "../a2a/provenance.js";
 import { announceDeliveryId, nothingAnnounced } from "../a2a/receipt.js";
 import type { GatewayContext } from "../context.js";
+import { remoteTarget } from "../remotes/remote-target.js";
 import { isBudgetExceeded, stoppedAtDeadline } from "../runs/budget.js";
 import { type ToolCall, toolCause } from "../runs/cause.js";
 import { startRun } from "../runs/start.js";
@@ -21,7 +22,9 @@ export async function sendTool(
   params: SendParams & { sessionKey: string },
   call?: ToolCall,
 ): Promise<SessionsSendResult> {
-  const resolved = await resolveTarget(ctx, tool, params.sessionKey, "send");
+  const resolved =
+    (await remoteTarget(ctx, tool, params.sessionKey)) ??
+    (await resolveTarget(ctx, tool, params.sessionKey, "send"));
   if (!("entry" in resolved)) return resolved;
   return sendTo(ctx, tool, resolved.entry, params, call);
 }

@@ -2,7 +2,9 @@ import {
   buildSubagentSessionKey,
   checkSessionAccess,
   findAgentConfig,
+  findRemoteAgent,
   type parseToolParams,
+  remoteSessionKey,
   type SessionsSpawnResult,
 } from "@sessions/core";
 import { interSession } from "../a2a/provenance.js";
@@ -29,6 +31,13 @@ export async function spawnTool(
   const defaults = config.agents.defaults.subagents;
   const requester = await store.getEntry(tool.requesterKey);
   const targetAgent = params.agentId ?? tool.agentId;
+  if (findRemoteAgent(config, targetAgent) !== undefined) {
+    return {
+      status: "forbidden",
+      code: "spawn_agent_not_allowed",
+      error: `${targetAgent} is a remote agent (A2A): talk to it with sessions_send at ${remoteSessionKey(targetAgent)}`,
+    };
+  }
   const requesterConfig = findAgentConfig(config, tool.agentId);
   const decision = checkSessionAccess({
     action: "spawn",

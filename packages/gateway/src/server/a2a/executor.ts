@@ -5,7 +5,9 @@ import {
   type ExecutionEventBus,
   type RequestContext,
 } from "@a2a-js/sdk/server";
+import { parseTraceparent } from "@sessions/core";
 import type { Gateway, GatewayEvent } from "../../gateway.js";
+import { Caller } from "./caller.js";
 import {
   agentMessage,
   contextSessionKey,
@@ -18,6 +20,17 @@ import {
 
 const now = () => new Date().toISOString();
 
+/** A caller's `traceparent` header, when it is one (a malformed one is dropped, not an error). */
+function validTraceparent(value: string | undefined): string | undefined {
+  return value !== undefined && parseTraceparent(value) !== undefined ? value : undefined;
+}
+
+/** The hops of the tree a message comes from, when the caller (a gateway of this SDK) says: `sessions.hops`. */
+function hopsOf(metadata: Record<string, unknown> | undefined): number | undefined {
+  const hops = metadata?.["sessions.hops"];
+  return typeof hops === "number" && Number.isInteger(hops) && hops >= 1 && hops <= 100 ? hops : undefined;
+}
+
 /**
  * One agent served over A2A: a task is a run of the context's session (`contextSessionKey`), started with
  * `agent` under the task's id (so a repeat of the request finds its run), its message marked as coming from
@@ -29,7 +42,10 @@ export function createA2AExecutor(gateway: Gateway, agentId: string): AgentExecu
     async execute(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
       const { taskId, contextId } = request;
       const sessionKey = contextSessionKey(agentId, contextId);
-      const caller = request.context.user?.userName || "anonymous";
+      const user = request.context.user;
+      const caller = user?.userName || "anonymous";
+      const traceparent = user instanceof Caller ? validTraceparent(user.traceparent) : undefined;
+      const hops = hopsOf(request.userMessage.metadata);
       let runId: string | undefined;
       let streamed = false;
       const early: { runId: string; text: string }[] = [];
@@ -57,11 +73,13 @@ export function createA2AExecutor(gateway: Gateway, agentId: string): AgentExecu
           agentId,
           message: textOf(request.userMessage),
           idempotencyKey: taskRunKey(taskId),
+          ...(traceparent === undefined ? {} : { traceparent }),
           inputProvenance: {
             kind: "inter_session",
             sourceSessionKey: `a2a:${caller}`,
             sourceChannel: "a2a",
             sourceTool: "a2a",
+            ...(hops === undefined ? {} : { hops }),
           },
         });
         runId = accepted.runId;

@@ -15,12 +15,12 @@ import {
   DefaultRequestHandler,
   JsonRpcTransportHandler,
   ServerCallContext,
-  type User,
   validateVersion,
 } from "@a2a-js/sdk/server";
 import { defaultAgentId, normalizeAgentId, SessionsError } from "@sessions/core";
 import type { Gateway } from "../../gateway.js";
 import { hasScope } from "../auth.js";
+import { Caller } from "./caller.js";
 import { type A2ACardInput, agentCard, legacyAgentCard } from "./card.js";
 import { createA2AExecutor } from "./executor.js";
 import { RunTaskStore } from "./tasks.js";
@@ -41,13 +41,6 @@ const MAX_BODY = 1024 * 1024;
 
 /** The scope each A2A method needs (v1.0 and v0.3 names); any other method needs write. */
 const READ_METHODS = new Set(["GetTask", "ListTasks", "tasks/get"]);
-
-class Caller implements User {
-  constructor(readonly userName: string) {}
-  get isAuthenticated() {
-    return true;
-  }
-}
 
 /** One served agent's SDK handlers, made on first use (its card names the server's address). */
 interface Served {
@@ -172,7 +165,7 @@ export function createA2ARoutes(
         ? (header(req, LEGACY_HTTP_EXTENSION_HEADER) ?? header(req, HTTP_EXTENSION_HEADER))
         : header(req, HTTP_EXTENSION_HEADER);
       const context = new ServerCallContext({
-        user: new Caller(caller.name),
+        user: new Caller(caller.name, header(req, "traceparent")),
         requestedVersion: version,
         requestedExtensions: Extensions.parseServiceParameter(extensions),
       });

@@ -1,0 +1,115 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { SessionsSendResult } from "@sessions/core";
+import { afterAll, describe, expect, it } from "vitest";
+import { announceDeliveryId } from "../a2a/receipt.js";
+import { createGateway } from "../create-gateway.js";
+import { createScriptedRunner } from "../runner/scripted.js";
+import { eventually, openStore } from "../test-kit.js";
+import { startSdkAgent } from "./sdk-agent.fixture.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "sessions-remote-crash-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const KEY = "agent:weather:a2a:main";
+
+/** Runs the child gateway until the session holds the remote's context, then SIGKILLs it; what it printed. */
+function runAndKill(path: string, cardUrl: string): Promise<{ runId: string; contextId: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(here, "remote-crash-child.fixture.ts"), path, cardUrl],
+      {
+        cwd: here,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let runId = "";
+    let contextId = "";
+    let buffer = "";
+    let stderr = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`the child never reported the context; stderr: ${stderr}`));
+    }, 60_000);
+    child.stderr.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    child.stdout.on("data", (chunk) => {
+      buffer += String(chunk);
+      for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
+        const line = JSON.parse(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+        if (line.accepted) runId = line.accepted.runId;
+        if (line.contextId) {
+          contextId = line.contextId;
+          child.kill("SIGKILL");
+        }
+      }
+    });
+    child.on("exit", (_code, signal) => {
+      clearTimeout(timer);
+      if (signal !== "SIGKILL") reject(new Error(`the child exited on its own; stderr: ${stderr}`));
+      else resolve({ runId, contextId });
+    });
+  });
+}
+
+describe("a gateway killed while a remote agent answers (kill -9, restart on the same file)", () => {
+  it("sent the message once, ends the run clearly, and keeps the session's context for the next message", async () => {
+    const remote = await startSdkAgent();
+    const path = join(dir, "sessions.db");
+    try {
+      const killed = await runAndKill(path, remote.cardUrl);
+      expect(remote.received.map((r) => [r.text, r.messageId])).toEqual([["hold on", killed.runId]]);
+      expect(remote.received[0]?.contextId).toBe(killed.contextId);
+
+      const gateway = createGateway({
+        store: openStore("sqlite", path).store,
+        runner: createScriptedRunner({ agents: { main: () => "REPLY_SKIP" } }),
+        config: {
+          tools: {
+            sessions: { visibility: "all" },
+            agentToAgent: { enabled: true, allow: ["main", "weather"] },
+          },
+          agents: { remotes: [{ id: "weather", url: remote.cardUrl }] },
+        },
+      });
+      try {
+        await gateway.ready;
+        const run = await gateway.store.getRun(killed.runId);
+        expect(run).toMatchObject({
+          status: "error",
+          error: "gateway restarted while the run was in progress",
+        });
+        // The sender's receipt resolves: nothing to announce from a failed run.
+        await eventually(async () =>
+          expect((await gateway.store.getDelivery(announceDeliveryId(killed.runId)))?.status).toBe(
+            "suppressed",
+          ),
+        );
+        // The next message continues the context the remote named before the crash; the first was never sent again.
+        const again = (await gateway.callTool("agent:main:main", "sessions_send", {
+          sessionKey: KEY,
+          message: "hello again",
+          timeoutSeconds: 30,
+        })) as SessionsSendResult;
+        expect(again).toMatchObject({
+          status: "ok",
+          reply: "remote heard: hello again (message 2 of this context)",
+        });
+        expect(remote.received.map((r) => [r.text, r.contextId])).toEqual([
+          ["hold on", killed.contextId],
+          ["hello again", killed.contextId],
+        ]);
+      } finally {
+        await gateway.close({ drainMs: 100 });
+      }
+    } finally {
+      await remote.close();
+    }
+  });
+});

@@ -1,0 +1,143 @@
+import { SendMessageRequest } from "@a2a-js/sdk";
+import type { RemoteAgentConfig, TranscriptMessage } from "@sessions/core";
+import type { GatewayContext } from "../context.js";
+import type { AgentRunRequest, AgentRunResult } from "../runner/types.js";
+import { updateEntry } from "../sessions/entries.js";
+import type { RemoteContext, RunRecord } from "../store/types.js";
+import { RemoteTask } from "./remote-task.js";
+
+/** How often a task the stream left unsettled is read again with `GetTask`, at most. */
+const POLL_MS = 1000;
+
+/** The text of a transcript message (its text parts, when it has parts). */
+function textOf(message: TranscriptMessage): string {
+  if (typeof message.content === "string") return message.content;
+  return message.content
+    .map((part) => (part.type === "text" && typeof part.text === "string" ? part.text : ""))
+    .join("");
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal.removeEventListener("abort", stop);
+      resolve();
+    }
+    function stop() {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }
+    signal.addEventListener("abort", stop, { once: true });
+  });
+
+/**
+ * Runs `run` of a remote agent's session over A2A: its input becomes one message to the remote (`SendStreamingMessage`,
+ * or `SendMessage` when the card does not stream; v0.3's methods for an older peer), in the session's context once
+ * the remote has named one, with the run's W3C trace context (`traceparent`) and the hops of its tree. The reply's
+ * text streams as the run's deltas; the task's end is its reply, or the run's error. Aborting the run cancels the
+ * task. The message's id is the run's, so a remote that deduplicates sees a repeat of it as the same message.
+ */
+export async function runRemote(
+  ctx: GatewayContext,
+  remote: RemoteAgentConfig,
+  request: AgentRunRequest,
+  run: RunRecord,
+): Promise<AgentRunResult> {
+  const { client } = await ctx.remotes.client(remote);
+  const entry = await ctx.store.getEntry(request.sessionKey);
+  const known = entry?.a2a;
+  const provenance = request.input.provenance;
+  const message = SendMessageRequest.fromJSON({
+    message: {
+      messageId: run.runId,
+      role: "ROLE_USER",
+      parts: [{ text: textOf(request.input) }],
+      ...(known === undefined ? {} : { contextId: known.contextId }),
+      ...(known?.taskId === undefined ? {} : { taskId: known.taskId }),
+      metadata: {
+        ...(provenance === undefined ? {} : { "sessions.sourceSessionKey": provenance.sourceSessionKey }),
+        ...(run.hops === undefined ? {} : { "sessions.hops": run.hops }),
+      },
+    },
+  });
+  const headers: Record<string, string> =
+    run.traceparent === undefined ? {} : { traceparent: run.traceparent };
+  const options = { signal: request.signal, serviceParameters: headers };
+  const task = new RemoteTask((text) => request.emit({ type: "text-delta", text }));
+  let recorded = known;
+  try {
+    for await (const event of client.sendMessageStream(message, options)) {
+      task.add(event);
+      // The context is the session's from the remote's first word: a crash mid-answer does not lose it.
+      if (recorded === undefined && task.contextId !== undefined)
+        recorded = await remember(ctx, request.sessionKey, recorded, task);
+    }
+    // A stream that ended before the task settled (or a peer that answered at once with a task under way).
+    while (!task.settled && task.taskId !== undefined) {
+      await sleep(POLL_MS, request.signal);
+      task.task(await client.getTask({ tenant: "", id: task.taskId, historyLength: 0 }, options));
+    }
+  } catch (error) {
+    if (request.signal.aborted && task.taskId !== undefined) cancel(ctx, remote, task.taskId, headers);
+    throw error;
+  } finally {
+    await remember(ctx, request.sessionKey, recorded, task);
+  }
+  if (!task.settled) throw new Error(`remote agent ${remote.id} ended its answer without a task state`);
+  const outcome = task.outcome();
+  if (outcome.kind === "failed")
+    throw new Error(
+      `remote agent ${remote.id}: the task ended ${outcome.state}${outcome.text === "" ? "" : `: ${outcome.text}`}`,
+    );
+  return { reply: outcome.text };
+}
+
+/**
+ * Records the context the remote named (and a task waiting for an answer) on the session, when they changed from
+ * `known`; what the session now holds.
+ */
+async function remember(
+  ctx: GatewayContext,
+  sessionKey: string,
+  known: RemoteContext | undefined,
+  task: RemoteTask,
+): Promise<RemoteContext | undefined> {
+  if (task.contextId === undefined) return known;
+  const outcome = task.settled ? task.outcome() : undefined;
+  const waiting = outcome?.kind === "reply" ? outcome.waitingTask : undefined;
+  const next: RemoteContext = {
+    contextId: task.contextId,
+    ...(waiting === undefined ? {} : { taskId: waiting }),
+  };
+  if (known?.contextId === next.contextId && known.taskId === next.taskId) return known;
+  await updateEntry(ctx, sessionKey, (entry) => (entry === undefined ? undefined : { ...entry, a2a: next }));
+  return next;
+}
+
+/** Cancels a task whose run was stopped; the run ends aborted whatever the remote answers. */
+function cancel(
+  ctx: GatewayContext,
+  remote: RemoteAgentConfig,
+  taskId: string,
+  headers: Record<string, string>,
+): void {
+  const stop = ctx.remotes
+    .client(remote)
+    .then(({ client }) =>
+      client.cancelTask(
+        { tenant: "", id: taskId, metadata: undefined },
+        { serviceParameters: headers, signal: AbortSignal.timeout(10_000) },
+      ),
+    );
+  ctx.tasks.track(
+    stop.catch((error: unknown) =>
+      ctx.logger.warn("could not cancel a remote agent's task", {
+        remote: remote.id,
+        taskId,
+        error: String(error),
+      }),
+    ),
+  );
+}
