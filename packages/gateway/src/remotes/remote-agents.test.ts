@@ -32,10 +32,19 @@ afterEach(async () => {
 const runner = createScriptedRunner({
   agents: {
     main: async (turn) => {
-      if (turn.kind === "ping_pong") return "REPLY_SKIP";
-      if (!turn.text.startsWith("{")) return "ok";
-      const { tool, params } = JSON.parse(turn.text) as { tool: string; params: unknown };
-      return JSON.stringify(await turn.callTool(tool, params));
+      if (turn.kind === "ping_pong")
+        return turn.text.includes("talk back") && !turn.text.includes("message 2")
+          ? "and one more thing"
+          : "REPLY_SKIP";
+      if (!turn.text.startsWith("{") && !turn.text.startsWith("[")) return "ok";
+      // One call, or several in a row (an array): the results in the same shape.
+      const calls = JSON.parse(turn.text) as
+        | { tool: string; params: unknown }
+        | { tool: string; params: unknown }[];
+      if (!Array.isArray(calls)) return JSON.stringify(await turn.callTool(calls.tool, calls.params));
+      const results: unknown[] = [];
+      for (const call of calls) results.push(await turn.callTool(call.tool, call.params));
+      return JSON.stringify(results);
     },
   },
 });
@@ -69,12 +78,18 @@ function start(
 }
 
 /** Main's run calling `tool` with `params` (its trace context `TRACE`); the tool's result and the run's id. */
-async function call<T>(g: Gateway, tool: string, params: unknown): Promise<{ result: T; runId: string }> {
+async function call<T>(
+  g: Gateway,
+  tool: string,
+  params: unknown,
+  extra: { message?: string; budget?: { runs: number } } = {},
+): Promise<{ result: T; runId: string }> {
   const { runId } = await g.agent({
     sessionKey: MAIN,
-    message: JSON.stringify({ tool, params }),
+    message: extra.message ?? JSON.stringify({ tool, params }),
     idempotencyKey: `call-${Math.random()}`,
     traceparent: TRACE,
+    ...(extra.budget === undefined ? {} : { budget: extra.budget }),
   });
   const waited = await g.agentWait({ runId, timeoutMs: 60_000 });
   expect(waited.status).toBe("ok");
@@ -158,6 +173,46 @@ describe("remote A2A agents as targets of sessions_send (an @a2a-js/sdk server)"
         lastError: "the target is a remote agent (A2A)",
       });
     });
+  });
+
+  it("brings the reply into the reply-back loop: the requester's answer is the next A2A message of the context", async () => {
+    remote = await startSdkAgent();
+    const g = start(remote);
+    const sent = await send(g, { sessionKey: WEATHER, message: "talk back" });
+    expect(sent.result.reply).toBe("remote heard: talk back (message 1 of this context)");
+    // Main answered the reply (turn 1); the answer went to the remote (turn 2); main ended it (turn 3).
+    await eventually(async () => {
+      const tree = await g.runs.tree({ runId: sent.runId });
+      expect(tree.runs.filter((r) => r.kind === "ping_pong").map((r) => [r.sessionKey, r.status])).toEqual([
+        [MAIN, "ok"],
+        [WEATHER, "ok"],
+        [MAIN, "ok"],
+      ]);
+    });
+    expect(remote.received.map((r) => [r.text, r.contextId])).toEqual([
+      ["talk back", remote.received[0]?.contextId],
+      ["and one more thing", remote.received[0]?.contextId],
+    ]);
+    expect(remote.received[1]?.metadata).toEqual({ "sessions.sourceSessionKey": MAIN, "sessions.hops": 1 });
+  });
+
+  it("draws on the tree's budget like a local send: a spent budget refuses the next send", async () => {
+    remote = await startSdkAgent();
+    const g = start(remote);
+    const twice = [1, 2].map((n) => ({
+      tool: "sessions_send",
+      params: { sessionKey: WEATHER, message: `budgeted ${n}`, timeoutSeconds: 30 },
+    }));
+    const { result } = await call<SessionsSendResult[]>(g, "", undefined, {
+      message: JSON.stringify(twice),
+      budget: { runs: 2 },
+    });
+    expect(result[0]).toMatchObject({
+      status: "ok",
+      reply: "remote heard: budgeted 1 (message 1 of this context)",
+    });
+    expect(result[1]).toMatchObject({ status: "forbidden", code: "budget_exceeded" });
+    expect(remote.received.map((r) => r.text)).toEqual(["budgeted 1"]);
   });
 
   it("holds remotes to the agent-to-agent policy, and remote sessions to their shape", async () => {
