@@ -1,15 +1,9 @@
-import type { Part, StreamResponse } from "@a2a-js/sdk";
+import type { StreamResponse } from "@a2a-js/sdk";
 import { TaskState } from "@a2a-js/sdk";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { textPart } from "../server/a2a/tasks.js";
 import { RemoteTask, stateName } from "./remote-task.js";
-
-const text = (value: string): Part => ({
-  content: { $case: "text", value },
-  metadata: undefined,
-  filename: "",
-  mediaType: "text/plain",
-});
 
 const chunk = (artifactId: string, value: string, append: boolean): StreamResponse => ({
   payload: {
@@ -21,7 +15,7 @@ const chunk = (artifactId: string, value: string, append: boolean): StreamRespon
         artifactId,
         name: "",
         description: "",
-        parts: [text(value)],
+        parts: [textPart(value)],
         metadata: undefined,
         extensions: [],
       },
@@ -48,7 +42,7 @@ const status = (state: TaskState, message?: string): StreamResponse => ({
                 contextId: "c1",
                 taskId: "t1",
                 role: 2,
-                parts: [text(message)],
+                parts: [textPart(message)],
                 metadata: undefined,
                 extensions: [],
                 referenceTaskIds: [],
@@ -107,7 +101,7 @@ describe("a remote task folded from its stream", () => {
           contextId: "c9",
           taskId: "",
           role: 2,
-          parts: [text("hi "), text("there")],
+          parts: [textPart("hi "), textPart("there")],
           metadata: undefined,
           extensions: [],
           referenceTaskIds: [],

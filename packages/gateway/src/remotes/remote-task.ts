@@ -1,9 +1,8 @@
 import { type Message, type Part, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
+import { textOf } from "../server/a2a/tasks.js";
 
-/** The text of a message's or artifact's text parts. */
-export function partsText(parts: readonly Part[] | undefined): string {
-  return (parts ?? []).map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("");
-}
+/** The text of a message's or artifact's text parts (none: empty). */
+const partsText = (parts: readonly Part[] | undefined): string => textOf({ parts: [...(parts ?? [])] });
 
 /** States after which a task does nothing more on its own (terminal, or waiting for the caller). */
 const SETTLED = new Set<TaskState>([

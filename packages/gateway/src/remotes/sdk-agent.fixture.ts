@@ -6,7 +6,6 @@ import {
   AgentCard,
   formatSSEEvent,
   type Message,
-  type Part,
   Role,
   SSE_HEADERS,
   TaskState,
@@ -20,6 +19,7 @@ import {
   JsonRpcTransportHandler,
   ServerCallContext,
 } from "@a2a-js/sdk/server";
+import { textPart } from "../server/a2a/tasks.js";
 
 /** One message the agent received, as it arrived. */
 export interface Received {
@@ -42,19 +42,12 @@ export interface SdkAgent {
   close(): Promise<void>;
 }
 
-const text = (value: string): Part => ({
-  content: { $case: "text", value },
-  metadata: undefined,
-  filename: "",
-  mediaType: "text/plain",
-});
-
 const agentMessage = (value: string, taskId: string, contextId: string): Message => ({
   messageId: `${taskId}:${Math.random()}`,
   contextId,
   taskId,
   role: Role.ROLE_AGENT,
-  parts: [text(value)],
+  parts: [textPart(value)],
   metadata: undefined,
   extensions: [],
   referenceTaskIds: [],
@@ -136,7 +129,7 @@ export async function startSdkAgent(
               artifactId: "answer",
               name: "answer",
               description: "",
-              parts: [text(chunk)],
+              parts: [textPart(chunk)],
               metadata: undefined,
               extensions: [],
             },
