@@ -8,6 +8,8 @@ import { RemoteTask } from "./remote-task.js";
 
 /** How often a task the stream left unsettled is read again with `GetTask`, at most. */
 const POLL_MS = 1000;
+/** How long a stopped run's request waits for the remote to name its task (to cancel it) before it gives up. */
+const CANCEL_WAIT_MS = 5000;
 
 /** The text of a transcript message (its text parts, when it has parts). */
 function textOf(message: TranscriptMessage): string {
@@ -64,27 +66,44 @@ export async function runRemote(
   });
   const headers: Record<string, string> =
     run.traceparent === undefined ? {} : { traceparent: run.traceparent };
-  const options = { signal: request.signal, serviceParameters: headers };
+  // The request stops when the run is stopped, but not before the task it became is known (its first event), so
+  // that the remote is told to cancel it: at most CANCEL_WAIT_MS later.
+  const stopped = new AbortController();
+  const options = { signal: stopped.signal, serviceParameters: headers };
   const task = new RemoteTask((text) => request.emit({ type: "text-delta", text }));
+  let canceled = false;
+  const stop = () => {
+    if (canceled || !request.signal.aborted) return;
+    if (task.taskId === undefined) {
+      setTimeout(() => stopped.abort(request.signal.reason), CANCEL_WAIT_MS).unref();
+      return;
+    }
+    canceled = true;
+    cancel(ctx, remote, task.taskId, headers);
+    stopped.abort(request.signal.reason);
+  };
+  request.signal.addEventListener("abort", stop, { once: true });
   let recorded = known;
   try {
     for await (const event of client.sendMessageStream(message, options)) {
       task.add(event);
+      stop();
+      if (stopped.signal.aborted) break;
       // The context is the session's from the remote's first word: a crash mid-answer does not lose it.
       if (recorded === undefined && task.contextId !== undefined)
         recorded = await remember(ctx, request.sessionKey, recorded, task);
     }
     // A stream that ended before the task settled (or a peer that answered at once with a task under way).
-    while (!task.settled && task.taskId !== undefined) {
-      await sleep(POLL_MS, request.signal);
+    while (!task.settled && task.taskId !== undefined && !stopped.signal.aborted) {
+      await sleep(POLL_MS, stopped.signal);
       task.task(await client.getTask({ tenant: "", id: task.taskId, historyLength: 0 }, options));
     }
-  } catch (error) {
-    if (request.signal.aborted && task.taskId !== undefined) cancel(ctx, remote, task.taskId, headers);
-    throw error;
   } finally {
+    request.signal.removeEventListener("abort", stop);
+    stop();
     await remember(ctx, request.sessionKey, recorded, task);
   }
+  if (request.signal.aborted) throw request.signal.reason;
   if (!task.settled) throw new Error(`remote agent ${remote.id} ended its answer without a task state`);
   const outcome = task.outcome();
   if (outcome.kind === "failed")
