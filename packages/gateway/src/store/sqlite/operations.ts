@@ -15,7 +15,7 @@ import type {
   ThreadBindingRecord,
 } from "../types.js";
 import type { SyncStoreOps } from "../unit-of-work.js";
-import { createSqliteSearch } from "./search.js";
+import { createSqliteSearch, type SqliteSearch } from "./search.js";
 import type { ListStatements, Statements } from "./statements.js";
 import { copyJson } from "./transcript-tails.js";
 import type { WriteLog, WriteMethod } from "./unit-hooks.js";
@@ -61,8 +61,9 @@ export interface OperationEvents {
   /** An entry written (as stored; never to be changed), or deleted. */
   entryPut?(entry: StoredEntry): void;
   entryDeleted?(key: string): void;
-  /** A message was appended: its text waits in `messages_search_pending` until the next batch is indexed. */
-  searchPending?(): void;
+  /** A message was appended, or a session's messages deleted: once committed, the search indexer takes them up. */
+  searchAppended?(sessionKey: string, message: StoredMessage): void;
+  searchDeleted?(sessionKey: string): void;
 }
 
 /**
@@ -86,9 +87,11 @@ function loggingWrites(s: Statements, log: WriteLog): Statements {
   return out as Statements;
 }
 
-/** Options of the writing connection's operations: its write log and cache. */
+/** Options of the writing connection's operations: its write log, and the search it answers with. */
 export interface WriterOptions {
   log: WriteLog;
+  /** Searches (on the index's own connection, or this one), and what runs before each (in-thread indexing). */
+  search?: { searcher: Pick<SqliteSearch, "searchSessions" | "size">; before(): void } | undefined;
 }
 
 /**
@@ -105,7 +108,9 @@ export function createSqliteOperations(
   const { emit } = events;
   const s = writer === undefined ? statements : loggingWrites(statements, writer.log);
   const cache = writer === undefined ? undefined : new WriterCache();
-  const search = createSqliteSearch(db);
+  const own = createSqliteSearch(db);
+  const search = writer?.search?.searcher ?? own;
+  const beforeSearch = writer?.search?.before ?? (() => {});
   const lastSeq = (sessionKey: string): number => {
     const cached = cache?.lastSeq(sessionKey);
     if (cached !== undefined) return cached;
@@ -115,7 +120,7 @@ export function createSqliteOperations(
     const stored = { ...message, seq: lastSeq(sessionKey) + 1 } as StoredMessage;
     const data = JSON.stringify(stored);
     s.insertMessage.run(sessionKey, stored.seq, data);
-    events.searchPending?.();
+    events.searchAppended?.(sessionKey, stored);
     cache?.appended(sessionKey, stored.seq);
     events.appended?.(sessionKey, stored, data.length);
     return stored;
@@ -123,7 +128,11 @@ export function createSqliteOperations(
 
   const deleteEntry = (key: string, transcript: boolean) => {
     const existed = s.deleteEntry.run(key).changes > 0;
-    if (transcript) s.deleteMessages.run(key);
+    if (transcript) {
+      s.deleteMessages.run(key);
+      s.forgetSearch.run(key);
+      events.searchDeleted?.(key);
+    }
     cache?.forget(key, transcript);
     events.entryDeleted?.(key);
     if (transcript) events.transcriptDeleted?.(key);
@@ -207,11 +216,11 @@ export function createSqliteOperations(
     },
     countEntries: () => (s.countEntries.get() as { n: number }).n,
     searchSessions(query) {
-      // It sees every committed message: those still waiting to be indexed go in first (a unit: see store.ts).
-      search.flushPending();
+      // Without an indexer thread, what changed is indexed first, in this unit (see store.ts).
+      beforeSearch();
       return search.searchSessions(query);
     },
-    listAgentIds: () => search.listAgentIds(),
+    listAgentIds: () => own.listAgentIds(),
     appendMessage: (sessionKey, message) => append(sessionKey, message),
     readMessages(sessionKey, { limit, beforeSeq }) {
       const rows = s.readMessages.all(
@@ -373,5 +382,6 @@ export function createSqliteOperations(
   /** The connection's state moved back (rollback): what the cache holds may be gone. */
   const reset = () => cache?.clear();
 
-  return { core, leases, tail, reset, searchStatements: search.size, flushSearch: search.flushPending };
+  const searchStatements = () => own.size() + (search === own ? 0 : search.size());
+  return { core, leases, tail, reset, searchStatements };
 }

@@ -106,9 +106,9 @@ function ensureFollowUpPending(db: Database.Database): void {
 // to messages_search_pending first: FTS5 writes a segment per transaction, which would cost every run's start and end
 // more than all the rest of their writes, so the pending rows are moved into messages_search in batches (and before
 // every search, in the search's own unit: a search always sees every committed message).
-const SEARCH_TOKENIZER = `tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M* Cn'"`;
+export const SEARCH_TOKENIZER = `tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M* Cn'"`;
 /** The searched text of a message (`searchableText` of @sessions/core) from its JSON in column `data` of `row`. */
-const messageText = (row: string) => `CASE WHEN json_valid(${row}.data) THEN
+export const messageText = (row: string) => `CASE WHEN json_valid(${row}.data) THEN
     CASE WHEN json_extract(${row}.data, '$.role') IN ('toolResult', 'tool') THEN NULL
       WHEN json_type(${row}.data, '$.content') = 'text' THEN json_extract(${row}.data, '$.content')
       WHEN json_type(${row}.data, '$.content') = 'array' THEN (
@@ -175,6 +175,20 @@ INSERT INTO messages_search (rowid, text)
   WHERE text <> '';
 `;
 
+// Version 5: the transcripts' index leaves the store's file for one of its own (`<file>-search`), written by an indexer
+// on a thread of its own (search-index.ts): a run's transaction writes nothing of it. The store keeps the session
+// index (entries_search, and search_keys: a session's number, made by the store with the session's first message or
+// entry) and `search_forget`, the sessions whose messages were deleted (their indexed rows to drop), counted so that
+// an indexer that read a count never drops a later deletion's row.
+const VERSION_5 = `
+DROP TRIGGER IF EXISTS messages_search_insert;
+DROP TRIGGER IF EXISTS messages_search_update;
+DROP TRIGGER IF EXISTS messages_search_delete;
+DROP TABLE IF EXISTS messages_search;
+DROP TABLE IF EXISTS messages_search_pending;
+CREATE TABLE search_forget (key TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+`;
+
 /** Every schema version in order. Append only: a released migration never changes. */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -221,6 +235,13 @@ export const MIGRATIONS: readonly Migration[] = [
     description: "full-text search of transcripts and session keys, labels and display names (FTS5)",
     up(db) {
       db.exec(VERSION_4);
+    },
+  },
+  {
+    version: 5,
+    description: "the transcripts' search index in a file of its own, written off the request path",
+    up(db) {
+      db.exec(VERSION_5);
     },
   },
 ];

@@ -29,10 +29,15 @@ interface Found {
   updatedAt: number;
 }
 
+/** The searches of a SQLite store. */
+export type SqliteSearch = ReturnType<typeof createSqliteSearch>;
+
 /**
- * `searchSessions` and `listAgentIds` on the FTS5 indexes of schema version 4 (rows of `messages_search` are
- * `id << 32 | seq`, `id` a session key's number in `search_keys`). The SQL text depends only on which filters are
- * present (arrays are one JSON parameter each), so at most 2^6 statements are cached per connection.
+ * `searchSessions` and `listAgentIds` on the FTS5 indexes (rows of `messages_search` are `id << 32 | seq`, `id` a
+ * session key's number in `search_keys`), on a connection that sees the store's tables and `messages_search` by
+ * their bare names: the index's own connection (the index as `main`, the store attached), or an in-memory store's.
+ * The SQL text depends only on which filters are present (arrays are one JSON parameter each), so at most 2^6
+ * statements are cached per connection.
  */
 export function createSqliteSearch(db: Database.Database) {
   const { statement, size } = statementCache(db);
@@ -159,16 +164,6 @@ export function createSqliteSearch(db: Database.Database) {
       const { found, truncated } = rank(rows, cap);
       const hits = found.slice(offset, offset + limit).flatMap((f) => hitOf(f, perSession, terms) ?? []);
       return { hits, hasMore: found.length > offset + limit, truncated };
-    },
-    /**
-     * Moves the messages waiting in `messages_search_pending` into the index, in one go (FTS5 writes a segment
-     * per transaction: batches make that cost small). A write: inside a unit.
-     */
-    flushPending(): void {
-      statement(
-        "INSERT INTO messages_search (rowid, text) SELECT rowid, text FROM messages_search_pending",
-      ).run();
-      statement("DELETE FROM messages_search_pending").run();
     },
     listAgentIds(): string[] {
       // A skip scan of entries_agent (archived, agent_id, …): one index seek per agent, not a read of every entry.

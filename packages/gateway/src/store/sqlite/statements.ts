@@ -26,6 +26,9 @@ const SQL = {
        WHERE key = @key`,
   deleteEntry: "DELETE FROM entries WHERE key = ?",
   deleteMessages: "DELETE FROM messages WHERE session_key = ?",
+  /** The session's indexed messages are to go (the search indexer drops them, then the row: see schema version 5). */
+  forgetSearch:
+    "INSERT INTO search_forget (key, n) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET n = search_forget.n + 1",
   countEntries: "SELECT COUNT(*) AS n FROM entries",
   lastSeq: "SELECT seq FROM messages WHERE session_key = ? ORDER BY seq DESC LIMIT 1",
   insertMessage: "INSERT INTO messages (session_key, seq, data) VALUES (?, ?, ?)",

@@ -12,6 +12,7 @@ import { claimFileOwnership, type FileOwnership, inUseError, OWNER_LEASE } from 
 import { openReader, type Reader } from "./reader.js";
 import { assertKnownVersion, migrate, schemaVersion } from "./schema.js";
 import { createListStatements, prepareStatements } from "./statements.js";
+import { openStoreSearch, type StoreSearch, searchOff } from "./store-search.js";
 import { copyJson, copyMessages, TranscriptTails } from "./transcript-tails.js";
 import { sqliteUnitHooks } from "./unit-hooks.js";
 import { withWriteErrors } from "./write-errors.js";
@@ -19,7 +20,11 @@ import { CommittedEntries } from "./writer-cache.js";
 
 /** Options of `createSqliteStore`. */
 export interface SqliteStoreOptions {
-  /** The database file (created with its folder if missing). `":memory:"` for a private in-memory database. */
+  /**
+   * The database file (created with its folder if missing). `":memory:"` for a private in-memory database. The
+   * transcripts' search index is kept beside it, in `<path>-search`: derived data, rebuilt from the transcripts when
+   * it is missing (a backup needs only the database file).
+   */
   path: string;
   /**
    * `normal` (default) survives a killed process, which is what crash safety here means; `full` also survives
@@ -28,6 +33,11 @@ export interface SqliteStoreOptions {
   synchronous?: "normal" | "full" | undefined;
   /** Cap the database size in pages, for tests and quotas: a write past it fails with `storage_full`. */
   maxPageCount?: number | undefined;
+  /**
+   * `false`: no search index (nothing indexed, no index file, no indexer thread); `searchSessions` is refused with
+   * `unavailable`. Default: on.
+   */
+  search?: boolean | undefined;
 }
 
 /**
@@ -89,9 +99,6 @@ function assertFileFree(db: Database.Database, file: string): void {
   if (!holderGone(holder, Date.now())) throw inUseError(file, holder);
 }
 
-/** How many appended messages wait before they are indexed for search together (FTS5 costs a segment a batch). */
-const SEARCH_BATCH = 256;
-
 /**
  * The default store: one SQLite file (WAL) holding entries, transcripts, runs, the outbox, routes, sub-agents
  * and leases, owned by one process at a time. Units of work run one at a time on the writing connection inside
@@ -114,6 +121,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
 
   let reader: Reader | undefined;
   let checkpointer: Checkpointer | undefined;
+  let searching: StoreSearch | undefined;
   let committedUnits = 0;
 
   const units = (() => {
@@ -149,21 +157,23 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         () => ops.reset(),
       );
       const events: OperationEvents = { emit: (change) => coordinator.emit(change) };
-      // Appended messages wait to be indexed for search; every SEARCH_BATCH of them go in together, in a unit of
-      // their own (and any still waiting go in with the next search).
-      let pending = 0;
-      let flushing = false;
-      events.searchPending = () => {
-        if (++pending < SEARCH_BATCH || flushing || closed) return;
-        flushing = true;
-        pending = 0;
-        void coordinator
-          .write(() => ops.flushSearch())
-          .catch(() => undefined)
-          .finally(() => {
-            flushing = false;
-          });
-      };
+      // The transcripts' index is written by an indexer of its own (a thread, writing a file of its own) from what
+      // was committed: a run's transaction writes nothing of it. An in-memory store indexes before each search.
+      const search =
+        options.search === false
+          ? undefined
+          : openStoreSearch(
+              file,
+              db,
+              (work) => coordinator.afterCommit(work),
+              (message, error) =>
+                process.emitWarning(`${message}: ${error}`, { code: "SESSIONS_SEARCH_INDEX" }),
+            );
+      searching = search;
+      if (search !== undefined) {
+        events.searchAppended = search.appended;
+        events.searchDeleted = search.deleted;
+      }
       if (tails !== undefined && entries !== undefined) {
         events.appended = (key, message, size) => {
           const copy = copyJson(message);
@@ -173,7 +183,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         events.entryPut = (entry) => coordinator.afterCommit(() => entries.set(entry));
         events.entryDeleted = (key) => coordinator.afterCommit(() => entries.forget(key));
       }
-      const ops = createSqliteOperations(db, s, lists, events, { log: hooks.log });
+      const ops = createSqliteOperations(db, s, lists, events, {
+        log: hooks.log,
+        search:
+          search === undefined
+            ? { searcher: searchOff(file), before: () => {} }
+            : { searcher: search.searcher, before: () => search.index.catchUpHere() },
+      });
       const core = withWriteErrors(ops.core, STORE_WRITES, file);
       const leases = withWriteErrors(ops.leases, LEASE_WRITES, file);
       // Reads outside a unit while a transaction is open use a second, read-only connection: it sees committed
@@ -211,6 +227,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       return { coordinator, core, leases, history, statementCount };
     } catch (error) {
       reader?.close();
+      void searching?.close();
       db.close();
       throw error;
     }
@@ -228,8 +245,23 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     transcriptPath(sessionId) {
       return file === ":memory:" ? undefined : `${join(dirname(file), "transcripts", sessionId)}.jsonl`;
     },
-    // A search indexes the messages still waiting first: a write.
-    ...coordinator.guard(units.core, [...STORE_WRITES, "searchSessions"], check),
+    // An in-memory store's search indexes what changed first: a write. A file's reads the index's own connection.
+    ...coordinator.guard(
+      units.core,
+      file === ":memory:" ? [...STORE_WRITES, "searchSessions"] : STORE_WRITES,
+      check,
+    ),
+    ...(file === ":memory:"
+      ? {}
+      : {
+          // It sees every message committed before it: the indexer catches up with them first.
+          async searchSessions(query) {
+            check();
+            await searching?.index.caughtUp();
+            check();
+            return units.core.searchSessions(query);
+          },
+        }),
     ...coordinator.guard(units.leases, LEASE_WRITES, check),
     [LEND_MESSAGES]: coordinator.guard(units.history, [], check).lendMessages,
     transaction(work) {
@@ -247,6 +279,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       closed = true;
       failure = new SessionsError("unavailable", "The SQLite store is closed");
       await checkpointer?.stop();
+      await searching?.close();
       ownership?.release();
       reader?.close();
       db.close();
