@@ -24,12 +24,18 @@ type SendStatus = "started" | "in_flight" | "ok" | "error";
 const repeatStatus = (run: RunRecord): SendStatus =>
   isFinal(run.status) ? (run.status === "ok" ? "ok" : "error") : "in_flight";
 
-/** A transcript message for the wire: ours (`ts`, `seq`) plus the same values where OpenClaw readers look. */
-const wireMessage = (message: StoredMessage): HistoryWireMessage => ({
-  ...message,
-  timestamp: message.ts,
-  __openclaw: { seq: message.seq, ...(message.runId === undefined ? {} : { runId: message.runId }) },
-});
+/**
+ * A transcript message for the wire: ours (`ts`, `seq`) plus the same values where OpenClaw readers look. The store's
+ * reads are fresh copies the caller owns, so the fields are added in place (a second copy of each message was a
+ * seventh of a history call's time).
+ */
+function wireMessage(message: StoredMessage): HistoryWireMessage {
+  const wire = message as HistoryWireMessage;
+  wire.timestamp = message.ts;
+  wire.__openclaw =
+    message.runId === undefined ? { seq: message.seq } : { seq: message.seq, runId: message.runId };
+  return wire;
+}
 
 /** The page before a history cursor; the cursor's transcript must still be the session's. */
 async function historyBefore(

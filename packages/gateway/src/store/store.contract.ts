@@ -29,11 +29,20 @@ export function describeStoreContract(name: string, open: () => SessionStore | P
 
     it("returns copies, not live references", async () => {
       const store = await open();
-      const e = entry("agent:main:a", 1);
+      const e = entry("agent:main:a", 1, { deliveryContext: { channel: "discord", to: "1" } });
       await store.putEntry(e);
       e.label = "mutated";
       const read = await store.getEntry("agent:main:a");
       expect(read?.label).toBeUndefined();
+      // Lists too, nested values included, whether the record came from a cache or the file.
+      for (let i = 0; i < 2; i++) {
+        const [listed] = await store.listEntries({ limit: 1 });
+        expect(listed?.label).toBeUndefined();
+        expect(listed?.deliveryContext).toEqual({ channel: "discord", to: "1" });
+        if (listed === undefined || listed.deliveryContext === undefined) throw new Error("listed");
+        listed.label = "mutated";
+        listed.deliveryContext.to = "2";
+      }
       await store.close();
     });
 

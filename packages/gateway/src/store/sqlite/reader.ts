@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import type { LentMessages } from "../history.js";
-import type { StoredEntry, StoredMessage } from "../types.js";
+import type { ListEntriesQuery, StoredEntry, StoredMessage } from "../types.js";
 import { createSqliteOperations } from "./operations.js";
 import { createListStatements, prepareStatements } from "./statements.js";
 import { copyJson, copyMessages, type TranscriptTails } from "./transcript-tails.js";
@@ -37,6 +37,18 @@ export function openReader(file: string, tails: TranscriptTails, entries: Commit
       if (entry !== undefined) entries.read(copyJson(entry));
       return entry;
     };
+    // The keys come from the index alone; the records from the committed entries kept in memory, read only when
+    // missing (a page of 100 cost four times as much as JSON text parsed again on every call).
+    const listEntries = (query: ListEntriesQuery): StoredEntry[] => {
+      if (query.kinds?.length === 0 || query.agentIds?.length === 0) return [];
+      const { stmt, params } = lists.entries(query, "key");
+      const out: StoredEntry[] = [];
+      for (const key of stmt.all(...params) as string[]) {
+        const entry = getEntry(key);
+        if (entry !== undefined) out.push(entry);
+      }
+      return out;
+    };
     const lendMessages = (key: string, options: { limit: number; beforeSeq?: number }): LentMessages => {
       if (!tails.has(key)) tails.fill(key, ops.tail(key, tails.perSession));
       const lent = tails.lend(key, options.limit, options.beforeSeq);
@@ -51,6 +63,7 @@ export function openReader(file: string, tails: TranscriptTails, entries: Commit
         readMessages,
         countMessages,
         getEntry,
+        listEntries,
         lendMessages,
       } as Reader["ops"],
       statementCount: () => Object.keys(s).length + lists.size() + ops.searchStatements(),

@@ -121,12 +121,14 @@ export function prepareStatements(db: Database.Database): Statements {
 
 /**
  * The list queries whose optional filters change the SQL. Array filters are one JSON parameter each, so the
- * text depends only on which filters are present: at most 2^10 entry lists (nine filters, two orders) + 2^3
- * delivery lists + 2^2 sub-agent lists = 1,036 cached statements per connection, whatever the callers pass.
+ * text depends only on which filters are present: at most 2^11 entry lists (nine filters, two orders, records or
+ * keys) + 2^3 delivery lists + 2^2 sub-agent lists = 2,060 cached statements per connection, whatever the callers
+ * pass.
  */
 export interface ListStatements {
   size(): number;
-  entries(query: ListEntriesQuery): PreparedQuery;
+  /** The matching entries' `data`, or (`"key"`) only their keys, plucked: the index answers those alone. */
+  entries(query: ListEntriesQuery, column?: "data" | "key"): PreparedQuery;
   deliveries(query: ListDeliveriesQuery): PreparedQuery;
   subagents(query: {
     requesterKey?: string | undefined;
@@ -165,7 +167,7 @@ export function createListStatements(db: Database.Database): ListStatements {
 
   return {
     size,
-    entries(query) {
+    entries(query, column = "data") {
       const clauses: string[] = [];
       const params: unknown[] = [];
       // In key order, `+` keeps SQLite from picking an index on `archived` (every live row) and sorting all it holds:
@@ -208,8 +210,10 @@ export function createListStatements(db: Database.Database): ListStatements {
       }
       params.push(Math.max(0, Math.floor(query.limit)), Math.max(0, Math.floor(query.offset ?? 0)));
       const order = query.order === "key" ? "key ASC" : "updated_at DESC, key ASC";
-      const sql = `SELECT data FROM entries ${where(clauses)} ORDER BY ${order} LIMIT ? OFFSET ?`;
-      return { stmt: statement(sql), params };
+      const sql = `SELECT ${column} FROM entries ${where(clauses)} ORDER BY ${order} LIMIT ? OFFSET ?`;
+      const stmt = statement(sql);
+      if (column === "key") stmt.pluck();
+      return { stmt, params };
     },
     deliveries(query) {
       const clauses: string[] = [];

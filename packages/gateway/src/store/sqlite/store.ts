@@ -194,9 +194,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       const leases = withWriteErrors(ops.leases, LEASE_WRITES, file);
       // Reads outside a unit while a transaction is open use a second, read-only connection: it sees committed
       // state only, so they never wait for the open transaction (an in-memory database has no second connection:
-      // reads wait instead). Transcript reads go to it always: it serves them from the tails in memory. Entry
-      // reads go to it only while a transaction is open (its committed entries, else its SQL); with none open,
-      // the writer's cache and warm pages serve them.
+      // reads wait instead). Transcript reads and entry lists go to it always: it serves them from the tails and
+      // the committed entries in memory. Single entry reads go to it only while a transaction is open (its
+      // committed entries, else its SQL); with none open, the writer's cache and warm pages serve them.
       if (tails !== undefined && entries !== undefined) reader = openReader(file, tails, entries);
       const coordinator = createUnitCoordinator(hooks, core, {
         groupCommit: true,
@@ -204,7 +204,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
           ? {}
           : {
               reader: reader.ops,
-              readerAlways: ["readMessages", "countMessages", "lendMessages"],
+              readerAlways: ["readMessages", "countMessages", "lendMessages", "listEntries"],
             }),
       });
       if (file !== ":memory:") {
