@@ -106,6 +106,8 @@ export async function startServe(
     name,
     [
       process.execPath,
+      // `SERVE_NODE_OPTIONS`: Node flags for the gateways alone (e.g. `--cpu-prof --cpu-prof-dir=<dir>`).
+      ...(process.env.SERVE_NODE_OPTIONS?.split(" ").filter((flag) => flag !== "") ?? []),
       CLI,
       "serve",
       "--store",

@@ -10,7 +10,8 @@
  * the database at rest, per second (see serve-measure.ts).
  *
  * `pnpm --filter @sessions/store-postgres bench` runs this, then the in-process bench (postgres.bench.ts).
- * `BENCH_SCALE=small`: a quick version. `BENCH_SMOKE=1` (in `bench:smoke`): a few hundred runs, 20 in flight, to
+ * `BENCH_SCALE=small`: a quick version. `BENCH_GATEWAYS=1` and `BENCH_ONLY=ours`: fewer rows (to profile one gateway:
+ * `SERVE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=<dir>"`). `BENCH_SMOKE=1` (in `bench:smoke`): a few hundred runs, 20 in flight, to
  * check that it runs. graphile-worker runs on the Node 22 that graphile-node.ts finds; without one its rows say "not
  * measured" and the rest runs. The Postgres here runs with fsync off (unlike the in-process bench's).
  */
@@ -54,6 +55,9 @@ const SIZE = SMOKE
         warmup: 500,
         idleMs: 10_000,
       };
+/** `BENCH_GATEWAYS=1` (a comma list): the gateway rows to measure; `BENCH_ONLY=ours`: no graphile-worker rows. */
+const GATEWAY_COUNTS = (process.env.BENCH_GATEWAYS ?? "1,2,3").split(",").map(Number);
+const ONLY_OURS = process.env.BENCH_ONLY === "ours";
 /** graphile-worker's settings of the issue: 24 jobs at once, completions not delayed, a local queue of 500. */
 const CONCURRENCY = 24;
 const LOCAL_QUEUE = 500;
@@ -325,7 +329,7 @@ try {
         : `\n## backlog: ${runs.toLocaleString("en")} runs sent at once over ${sessions} sessions (${runs / sessions} each), then all waited for (jobs: over ${sessions} named queues)`,
     );
     const rows: Row[] = [];
-    for (const localQueue of [false, true]) {
+    for (const localQueue of ONLY_OURS ? [] : [false, true]) {
       const label = localQueue ? `graphile-worker, localQueue ${LOCAL_QUEUE}` : "graphile-worker";
       const from = serverLog.length;
       const first = started.length;
@@ -340,7 +344,7 @@ try {
       rows.push({ label, ours: false, result, serverErrors: errorsSince(from), logged });
     }
     let oneGateway: RowResult | undefined;
-    for (const n of [1, 2, 3]) {
+    for (const n of GATEWAY_COUNTS) {
       const from = serverLog.length;
       const first = started.length;
       const { result, retries } = await gatewaysRow(url, shape, n);
