@@ -1,6 +1,21 @@
 import { normalizeChannelId } from "./channels.js";
 import { normalizeChoice } from "./choice.js";
 import { describeValue, SessionsError } from "./errors.js";
+import {
+  DEFAULT_AGENT_ID,
+  DEFAULT_MAIN_KEY,
+  normalizeAccountId,
+  normalizeAgentId,
+  normalizeMainKey,
+} from "./ids.js";
+
+export {
+  DEFAULT_ACCOUNT_ID,
+  DEFAULT_AGENT_ID,
+  DEFAULT_MAIN_KEY,
+  normalizeAccountId,
+  normalizeAgentId,
+} from "./ids.js";
 
 /** The coarse kinds the tools filter on (`sessions_list({ kinds })`). */
 export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "a2a", "other"] as const;
@@ -17,12 +32,6 @@ export const DM_SCOPES = ["main", "per-peer", "per-channel-peer", "per-account-c
 /** How direct messages are split into sessions: all in `main`, or per peer (and channel, and account). */
 export type DmScope = (typeof DM_SCOPES)[number];
 
-/** The agent id used when none is configured or given. */
-export const DEFAULT_AGENT_ID = "main";
-/** The bot account id used when an adapter names none. */
-export const DEFAULT_ACCOUNT_ID = "default";
-/** Default of `session.mainKey`: the main session is `agent:<id>:main`. */
-export const DEFAULT_MAIN_KEY = "main";
 /** Keys longer than this are rejected: no real key comes close, and it bounds the work a parse can do. */
 export const MAX_SESSION_KEY_LENGTH = 1024;
 
@@ -52,36 +61,7 @@ export interface ThreadInfo {
   marker: "thread" | "topic";
 }
 
-const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function normalizeId(id: unknown, fallback: string): string {
-  if (typeof id !== "string") return fallback;
-  const lower = id.trim().toLowerCase();
-  if (AGENT_ID_RE.test(lower) && !lower.endsWith("-")) return lower;
-  const cleaned = lower
-    .replace(/[^a-z0-9_-]+/g, "-")
-    .replace(/^[-_]+/, "")
-    .slice(0, 64)
-    .replace(/-+$/, "");
-  return cleaned === "" ? fallback : cleaned;
-}
-
-/** `Foo Bar` → `foo-bar`, `../../etc/passwd` → `etc-passwd`, empty → `main`. Never throws. */
-export function normalizeAgentId(id?: unknown): string {
-  return normalizeId(id, DEFAULT_AGENT_ID);
-}
-
-/** Same rule as agent ids, with default `default`. */
-export function normalizeAccountId(id?: unknown): string {
-  return normalizeId(id, DEFAULT_ACCOUNT_ID);
-}
-
-function normalizeMainKey(mainKey: unknown): string {
-  if (typeof mainKey !== "string") return DEFAULT_MAIN_KEY;
-  const mk = mainKey.trim().toLowerCase();
-  return mk === "" || mk.includes(":") ? DEFAULT_MAIN_KEY : mk;
-}
 
 /** The result of one pass over a key; every public key function is a view of it. */
 interface KeyAnalysis {
