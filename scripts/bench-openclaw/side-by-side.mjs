@@ -5,13 +5,25 @@
 //
 //   node scripts/bench-openclaw/side-by-side.mjs --openclaw <dir> [--work <dir>] [--runs 3]
 //     [--sessions 10001] [--messages 200000] [--calls 200] [--connects 100] [--warmup 300]
+//   node scripts/bench-openclaw/side-by-side.mjs --smoke   (in `pnpm bench:smoke`: no OpenClaw, tiny data, ours
+//     and the floor once, in a temporary folder: it fails when the script, the import or the client breaks)
 //
 // <dir> holds `node_modules/openclaw` and `node_modules/node` (npm i node@24 openclaw@2026.9.6). The first run
 // seeds --work: OpenClaw's state (written in its legacy layout, imported by its own doctor, started once, then
 // kept as a pristine copy) and our SQLite store (`sessions-gateway import-openclaw` of that copy). Each run resets
 // OpenClaw's state from the copy (it writes to it at start), starts each gateway alone, measures it, stops it.
 import { execFileSync, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -22,6 +34,7 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const { values } = parseArgs({
   options: {
     openclaw: { type: "string" },
+    smoke: { type: "boolean", default: false },
     work: { type: "string", default: join(here, "../../.bench-openclaw") },
     runs: { type: "string", default: "3" },
     sessions: { type: "string", default: "10001" },
@@ -31,13 +44,24 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "300" },
   },
 });
-if (values.openclaw === undefined) throw new Error("--openclaw <dir> is required (see README.md)");
-const install = resolve(values.openclaw);
+const smoke = values.smoke;
+if (smoke)
+  Object.assign(values, {
+    runs: "1",
+    sessions: "101",
+    messages: "60",
+    calls: "5",
+    connects: "5",
+    warmup: "5",
+  });
+if (values.openclaw === undefined && !smoke) throw new Error("--openclaw <dir> is required (see README.md)");
+const install = resolve(values.openclaw ?? ".");
 const node24 = join(install, "node_modules/node/bin/node");
 const openclaw = join(install, "node_modules/openclaw/openclaw.mjs");
-for (const file of [node24, openclaw])
-  if (!existsSync(file)) throw new Error(`missing ${file} (see README.md)`);
-const work = resolve(values.work);
+if (!smoke)
+  for (const file of [node24, openclaw])
+    if (!existsSync(file)) throw new Error(`missing ${file} (see README.md)`);
+const work = smoke ? mkdtempSync(join(tmpdir(), "bench-openclaw-smoke-")) : resolve(values.work);
 const pristine = join(work, "openclaw.pristine");
 const state = join(work, "openclaw");
 const ours = join(work, "ours.db");
@@ -140,6 +164,11 @@ function seed() {
     );
     log(`seeding ${values.sessions} sessions, ${values.messages} messages in ${LONG_KEY}`);
     seedOpenClawState(state, Number(values.sessions), Number(values.messages));
+    if (smoke) {
+      // No OpenClaw: ours imports the legacy layout itself.
+      execFileSync(process.execPath, [cli, "import-openclaw", state, "--db", ours], { stdio: "ignore" });
+      return;
+    }
     log("OpenClaw's doctor imports them into its SQLite layout");
     execFileSync(
       node24,
@@ -187,11 +216,14 @@ const opts = {
 const answers = join(work, "floor-answers.json");
 const rows = [];
 for (let run = 1; run <= Number(values.runs); run++) {
-  rmSync(state, { recursive: true, force: true });
-  cpSync(pristine, state, { recursive: true });
-  log(`run ${run}: OpenClaw`);
-  const oc = await startOpenClaw(state);
-  const openclawFigures = await measure(`ws://127.0.0.1:${OC_PORT}`, TOKEN, opts).finally(() => stop(oc));
+  let openclawFigures;
+  if (!smoke) {
+    rmSync(state, { recursive: true, force: true });
+    cpSync(pristine, state, { recursive: true });
+    log(`run ${run}: OpenClaw`);
+    const oc = await startOpenClaw(state);
+    openclawFigures = await measure(`ws://127.0.0.1:${OC_PORT}`, TOKEN, opts).finally(() => stop(oc));
+  }
   log(`run ${run}: sessions-gateway serve`);
   const served = await startOurs();
   const oursFigures = await measure(`ws://127.0.0.1:${OUR_PORT}`, TOKEN, opts);
@@ -213,7 +245,7 @@ for (let run = 1; run <= Number(values.runs); run++) {
   rows.push({ run, openclaw: openclawFigures, ours: oursFigures, floor: floorFigures });
 }
 
-const ms = (x) => `${x.toFixed(2)} ms`;
+const ms = (x) => (x === undefined ? "—" : `${x.toFixed(2)} ms`);
 const FIGURES = [
   ["list", "`sessions.list` limit 100"],
   ["history", "`chat.history` limit 50"],
@@ -223,10 +255,10 @@ const FIGURES = [
 console.log("| run | measure (p50) | OpenClaw | ours | OpenClaw ÷ ours | floor (bare ws) |");
 console.log("| --- | --- | --- | --- | --- | --- |");
 for (const { run, openclaw: o, ours: s, floor: f } of rows)
-  for (const [name, label] of FIGURES)
-    console.log(
-      `| ${run} | ${label} | ${ms(o[name])} | ${ms(s[name])} | ${(o[name] / s[name]).toFixed(1)}× | ${ms(f[name])} |`,
-    );
-console.log(
-  `\nstore on disk: OpenClaw ${duMb(join(pristine, "agents")).toFixed(0)} MB, ours ${oursMb().toFixed(0)} MB`,
-);
+  for (const [name, label] of FIGURES) {
+    const ratio = o === undefined ? "—" : `${(o[name] / s[name]).toFixed(1)}×`;
+    console.log(`| ${run} | ${label} | ${ms(o?.[name])} | ${ms(s[name])} | ${ratio} | ${ms(f[name])} |`);
+  }
+const openclawMb = smoke ? "—" : `${duMb(join(pristine, "agents")).toFixed(0)} MB`;
+console.log(`\nstore on disk: OpenClaw ${openclawMb}, ours ${oursMb().toFixed(0)} MB`);
+if (smoke) rmSync(work, { recursive: true, force: true });
