@@ -1,6 +1,6 @@
 // A gateway process for the remote-agent crash test: its main agent sends to a remote A2A agent that holds the
 // task, and the process prints one JSON line once the send is accepted and once the session holds the remote's
-// context; the test then kills it with SIGKILL. Run: node --import tsx remote-crash-child.fixture.ts <db> <card-url>
+// context (and the task under way); the test then kills it with SIGKILL. Run: node --import tsx remote-crash-child.fixture.ts <db> <card-url>
 import { createGateway } from "../create-gateway.js";
 import { createScriptedRunner } from "../runner/scripted.js";
 import { createSqliteStore } from "../store/sqlite.js";
@@ -25,9 +25,9 @@ const sent = (await gateway.callTool("agent:main:main", "sessions_send", {
 })) as { runId: string; status: string };
 out({ accepted: sent });
 for (;;) {
-  const contextId = (await gateway.store.getEntry(key))?.a2a?.contextId;
-  if (contextId !== undefined) {
-    out({ contextId });
+  const a2a = (await gateway.store.getEntry(key))?.a2a;
+  if (a2a !== undefined) {
+    out({ contextId: a2a.contextId, running: a2a.running });
     break;
   }
   await new Promise((resolve) => setTimeout(resolve, 10));

@@ -17,7 +17,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const KEY = "agent:weather:a2a:main";
 
 /** Runs the child gateway until the session holds the remote's context, then SIGKILLs it; what it printed. */
-function runAndKill(path: string, cardUrl: string): Promise<{ runId: string; contextId: string }> {
+function runAndKill(
+  path: string,
+  cardUrl: string,
+): Promise<{ runId: string; contextId: string; running?: { runId: string; taskId: string } }> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -29,6 +32,7 @@ function runAndKill(path: string, cardUrl: string): Promise<{ runId: string; con
     );
     let runId = "";
     let contextId = "";
+    let running: { runId: string; taskId: string } | undefined;
     let buffer = "";
     let stderr = "";
     const timer = setTimeout(() => {
@@ -46,6 +50,7 @@ function runAndKill(path: string, cardUrl: string): Promise<{ runId: string; con
         if (line.accepted) runId = line.accepted.runId;
         if (line.contextId) {
           contextId = line.contextId;
+          running = line.running;
           child.kill("SIGKILL");
         }
       }
@@ -53,19 +58,22 @@ function runAndKill(path: string, cardUrl: string): Promise<{ runId: string; con
     child.on("exit", (_code, signal) => {
       clearTimeout(timer);
       if (signal !== "SIGKILL") reject(new Error(`the child exited on its own; stderr: ${stderr}`));
-      else resolve({ runId, contextId });
+      else resolve({ runId, contextId, ...(running === undefined ? {} : { running }) });
     });
   });
 }
 
 describe("a gateway killed while a remote agent answers (kill -9, restart on the same file)", () => {
-  it("sent the message once, ends the run clearly, and keeps the session's context for the next message", async () => {
+  it("sent the message once, ends the run clearly, cancels its task at the remote, and keeps the session's context for the next message", async () => {
     const remote = await startSdkAgent();
     const path = join(dir, "sessions.db");
     try {
       const killed = await runAndKill(path, remote.cardUrl);
       expect(remote.received.map((r) => [r.text, r.messageId])).toEqual([["hold on", killed.runId]]);
       expect(remote.received[0]?.contextId).toBe(killed.contextId);
+      // The session named the task under way as the run's before the kill.
+      expect(killed.running?.runId).toBe(killed.runId);
+      expect(remote.canceled).toEqual([]);
 
       const gateway = createGateway({
         store: openStore("sqlite", path).store,
@@ -85,6 +93,11 @@ describe("a gateway killed while a remote agent answers (kill -9, restart on the
           status: "error",
           error: "gateway restarted while the run was in progress",
         });
+        // Recovery ended the run, so the task it had under way at the remote is cancelled, once, and the mark goes.
+        await eventually(() => expect(remote.canceled).toEqual([killed.running?.taskId]));
+        await eventually(async () =>
+          expect((await gateway.store.getEntry(KEY))?.a2a).toEqual({ contextId: killed.contextId }),
+        );
         // The sender's receipt resolves: nothing to announce from a failed run.
         await eventually(async () =>
           expect((await gateway.store.getDelivery(announceDeliveryId(killed.runId)))?.status).toBe(
@@ -105,6 +118,7 @@ describe("a gateway killed while a remote agent answers (kill -9, restart on the
           ["hold on", killed.contextId],
           ["hello again", killed.contextId],
         ]);
+        expect(remote.canceled).toHaveLength(1);
       } finally {
         await gateway.close({ drainMs: 100 });
       }

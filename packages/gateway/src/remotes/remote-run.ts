@@ -89,9 +89,10 @@ export async function runRemote(
       task.add(event);
       stop();
       if (stopped.signal.aborted) break;
-      // The context is the session's from the remote's first word: a crash mid-answer does not lose it.
-      if (recorded === undefined && task.contextId !== undefined)
-        recorded = await remember(ctx, request.sessionKey, recorded, task);
+      // The context is the session's from the remote's first word, and so is the task under way: a crash
+      // mid-answer loses neither (recovery cancels the task of a run it ends).
+      if (task.contextId !== undefined && !task.settled && recorded?.running?.taskId !== task.taskId)
+        recorded = await remember(ctx, request.sessionKey, recorded, task, run.runId);
     }
     // A stream that ended before the task settled (or a peer that answered at once with a task under way).
     while (!task.settled && task.taskId !== undefined && !stopped.signal.aborted) {
@@ -114,25 +115,55 @@ export async function runRemote(
 }
 
 /**
- * Records the context the remote named (and a task waiting for an answer) on the session, when they changed from
- * `known`; what the session now holds.
+ * Records the context the remote named (a task waiting for an answer, and with `runId` the task that run has under
+ * way) on the session, when they changed from `known`; what the session now holds.
  */
 async function remember(
   ctx: GatewayContext,
   sessionKey: string,
   known: RemoteContext | undefined,
   task: RemoteTask,
+  runId?: string,
 ): Promise<RemoteContext | undefined> {
   if (task.contextId === undefined) return known;
   const outcome = task.settled ? task.outcome() : undefined;
   const waiting = outcome?.kind === "reply" ? outcome.waitingTask : undefined;
+  const running =
+    runId === undefined || task.taskId === undefined || task.settled
+      ? undefined
+      : { runId, taskId: task.taskId };
   const next: RemoteContext = {
     contextId: task.contextId,
     ...(waiting === undefined ? {} : { taskId: waiting }),
+    ...(running === undefined ? {} : { running }),
   };
-  if (known?.contextId === next.contextId && known.taskId === next.taskId) return known;
+  if (
+    known?.contextId === next.contextId &&
+    known.taskId === next.taskId &&
+    known.running?.runId === next.running?.runId &&
+    known.running?.taskId === next.running?.taskId
+  )
+    return known;
   await updateEntry(ctx, sessionKey, (entry) => (entry === undefined ? undefined : { ...entry, a2a: next }));
   return next;
+}
+
+/**
+ * After recovery ended `run` (its gateway crashed or lost the store mid-answer): cancels the task it had under way
+ * at its remote agent, if the session still names that task as the run's, and clears the mark. A remote that
+ * already finished or forgot the task answers with an error, which is logged.
+ */
+export async function cancelOrphanedTask(ctx: GatewayContext, run: RunRecord): Promise<void> {
+  const remote = ctx.remotes.of(run.sessionKey);
+  if (remote === undefined) return;
+  const running = (await ctx.store.getEntry(run.sessionKey))?.a2a?.running;
+  if (running?.runId !== run.runId) return;
+  cancel(ctx, remote, running.taskId, run.traceparent === undefined ? {} : { traceparent: run.traceparent });
+  await updateEntry(ctx, run.sessionKey, (entry) => {
+    if (entry?.a2a?.running?.runId !== run.runId) return undefined;
+    const { running: _running, ...rest } = entry.a2a;
+    return { ...entry, a2a: rest };
+  });
 }
 
 /** Cancels a task whose run was stopped; the run ends aborted whatever the remote answers. */

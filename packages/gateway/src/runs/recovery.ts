@@ -1,6 +1,7 @@
 import { parseSessionKey } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import { previewRemoval } from "../delivery/streams.js";
+import { cancelOrphanedTask } from "../remotes/remote-run.js";
 import type {
   DeliveryRecord,
   RerunRecord,
@@ -128,15 +129,19 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
     if (input !== undefined) inputs.set(run.runId, input);
   }
   const resumed: { run: RunRecord & { rerun: RerunRecord }; repeat: boolean }[] = [];
+  // Runs ended here: those of remote agents' sessions get their task at the remote cancelled.
+  const ended: RunRecord[] = [];
   // The messages the replies of runs ended here had streamed into, removed once their end is committed.
   const removals: { record: DeliveryRecord; created: boolean }[] = [];
   // A few units of work for all of them (not one per run): a dead gateway may leave many.
   for (let i = 0; i < orphans.length; i += RUNS_PER_UNIT) {
     const taken: typeof resumed = [];
     const removed: typeof removals = [];
+    const endedHere: RunRecord[] = [];
     await store.transaction(async (tx) => {
       taken.length = 0;
       removed.length = 0;
+      endedHere.length = 0;
       for (const run of orphans.slice(i, i + RUNS_PER_UNIT)) {
         const latest = await tx.getRun(run.runId);
         if (latest === undefined || isFinal(latest.status) || latest.owner !== run.owner) continue;
@@ -158,14 +163,24 @@ export async function recoverRuns(ctx: GatewayContext): Promise<void> {
             ? "the store did not answer when the run was recorded, and the request was not retried: it never ran"
             : orphanError(latest, how.get(latest.runId) ?? "stopped"),
         });
+        endedHere.push(latest);
         const removal = previewRemoval(latest);
         if (removal !== undefined) removed.push(await tx.enqueueDelivery(ctx.outbox.draft(removal)));
       }
     });
     resumed.push(...taken);
     removals.push(...removed);
+    ended.push(...endedHere);
   }
   for (const removal of removals) ctx.outbox.committed(removal);
+  for (const run of ended) {
+    await cancelOrphanedTask(ctx, run).catch((error: unknown) =>
+      ctx.logger.warn("could not cancel the remote task of a run ended by recovery", {
+        runId: run.runId,
+        error: String(error),
+      }),
+    );
+  }
   for (const { run, repeat } of resumed) {
     ctx.logger.warn("running again a run whose gateway lost the store", { runId: run.runId, repeat });
     resumeRun(ctx, run, inputs.get(run.runId) as StoredMessage, repeat);

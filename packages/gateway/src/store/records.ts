@@ -27,6 +27,11 @@ export interface RemoteContext {
   contextId: string;
   /** Set while the remote's last task waits for input (`input-required`): the next message answers it. */
   taskId?: string | undefined;
+  /**
+   * The task a run has under way at the remote, from the remote's first word until the run ends: a run that a
+   * crash cuts short is ended by recovery, which cancels this task.
+   */
+  running?: { runId: string; taskId: string } | undefined;
 }
 
 /** A transcript message with its per-session sequence number (1, 2, 3, …). */
