@@ -91,7 +91,11 @@ export async function runRemote(
       if (stopped.signal.aborted) break;
       // The context is the session's from the remote's first word, and so is the task under way: a crash
       // mid-answer loses neither (recovery cancels the task of a run it ends).
-      if (task.contextId !== undefined && !task.settled && recorded?.running?.taskId !== task.taskId)
+      const underWay = !task.settled && task.taskId !== undefined;
+      if (
+        task.contextId !== undefined &&
+        (recorded === undefined || (underWay && recorded.running?.taskId !== task.taskId))
+      )
         recorded = await remember(ctx, request.sessionKey, recorded, task, run.runId);
     }
     // A stream that ended before the task settled (or a peer that answered at once with a task under way).
