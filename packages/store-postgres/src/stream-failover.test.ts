@@ -58,19 +58,31 @@ describe("a reply streaming into Telegram when its gateway freezes past its leas
       runId = run?.runId ?? "";
       return (run?.stream?.messageIds.length ?? 0) > 0 && (fake.messages(GROUP)[0]?.edits ?? 0) > 0;
     }, "the reply streaming on the frozen gateway");
+    // Frozen while Telegram holds its next edit: it waits for that answer, with no request of its own on the way
+    // (a request a process has begun when it is stopped still leaves when it wakes; no gateway can take it back).
+    const held = fake.holdNext("editMessageText");
+    await held.arrived;
     child.kill("SIGSTOP");
+    held.release();
     const [streamed] = fake.messages(GROUP);
     expect(STREAMED_REPLY.startsWith(streamed?.text as string)).toBe(true);
 
     await eventually(async () => (await store.getRun(runId))?.status === "ok", "the run run again and ended");
     await eventually(() => fake.messages(GROUP)[0]?.text === STREAMED_REPLY, "the reply edited in");
+    // The other gateway is done with the chat once the reply's delivery is recorded (its last request answered).
+    await eventually(
+      async () => (await store.listDeliveries({ runId })).some((d) => d.status === "delivered"),
+      "the reply's delivery recorded",
+    );
     expect(fake.messages(GROUP).map((m) => m.messageId)).toEqual([streamed?.messageId]);
     expect(fake.callsOf("sendMessage")).toHaveLength(1);
 
-    // Woken: its lane is gone, so it asks Telegram for nothing more under it.
+    // Woken: its lane is gone, so it asks Telegram for nothing more under it (by its own account, and Telegram's).
     const calls = fake.calls.length;
+    const asked = log.join("").match(/call frozen/g)?.length ?? 0;
     child.kill("SIGCONT");
     await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(log.join("").match(/call frozen/g)?.length ?? 0).toBe(asked);
     const after = fake.calls.slice(calls).filter((c) => c.method !== "getUpdates");
     expect(after.filter((c) => c.method === "editMessageText" || c.method === "sendMessage")).toEqual([]);
     expect(fake.messages(GROUP).map((m) => m.text)).toEqual([STREAMED_REPLY]);

@@ -107,6 +107,29 @@ describe("createFakeTelegramApi", () => {
     expect((await call("getMe", {}, "wrong")).status).toBe(404);
   });
 
+  it("holds the next call of a method once it arrived, until released, then serves it", async () => {
+    api = await createFakeTelegramApi();
+    const sent = await call("sendMessage", { chat_id: -100, text: "one" });
+    const held = api.holdNext("editMessageText");
+    const message_id = (sent.body.result as { message_id: number }).message_id;
+    const editing = call("editMessageText", { chat_id: -100, message_id, text: "two" });
+    const arrived = await held.arrived;
+    expect(arrived).toMatchObject({ method: "editMessageText", params: { text: "two" } });
+    // Arrived, recorded, not served: the chat still shows the old text and the caller still waits.
+    expect(api.messages(-100).map((m) => m.text)).toEqual(["one"]);
+    let answered = false;
+    void editing.then(() => {
+      answered = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(answered).toBe(false);
+    held.release();
+    expect((await editing).status).toBe(200);
+    expect(api.messages(-100).map((m) => m.text)).toEqual(["two"]);
+    // One call only: the next one is served at once.
+    expect((await call("editMessageText", { chat_id: -100, message_id, text: "three" })).status).toBe(200);
+  });
+
   it("long-polls getUpdates until an update is pushed, honouring offset", async () => {
     api = await createFakeTelegramApi();
     const polling = call("getUpdates", { offset: 0, timeout: 10 });

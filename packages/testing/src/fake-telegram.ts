@@ -48,6 +48,12 @@ export interface FakeTelegramApi {
     error?: FakeTelegramError,
     options?: { after?: number | undefined },
   ): void;
+  /**
+   * Holds the next call of `method` once it has arrived (recorded in `calls`, not yet served) until `release()`:
+   * to act at a moment when the caller is known to be waiting for that answer, e.g. to freeze its process with no
+   * request of its own still on the way. `arrived` resolves with the call; `close()` releases what is held.
+   */
+  holdNext(method: string): { arrived: Promise<TelegramCall>; release(): void };
   /** Calls of one method. */
   callsOf(method: string): TelegramCall[];
   /**
@@ -90,6 +96,8 @@ export async function createFakeTelegramApi(
   const calls: TelegramCall[] = [];
   const updates: Record<string, unknown>[] = [];
   const failures = new Map<string, { times: number; after: number; error: FakeTelegramError }>();
+  const holds = new Map<string, { arrive: (call: TelegramCall) => void; released: Promise<void> }>();
+  const releases = new Set<() => void>();
   const polls = new Set<() => void>();
   let nextUpdateId = 1;
   let nextMessageId = 1000;
@@ -256,6 +264,12 @@ export async function createFakeTelegramApi(
     }
     const call: TelegramCall = { method, params };
     calls.push(call);
+    const hold = holds.get(method);
+    if (hold !== undefined) {
+      holds.delete(method);
+      hold.arrive(call);
+      await hold.released;
+    }
     const answer = (status: number, body: unknown) => {
       call.status = status;
       reply(res, status, body);
@@ -310,12 +324,29 @@ export async function createFakeTelegramApi(
     ) {
       failures.set(method, { times, after: options.after ?? 0, error });
     },
+    holdNext(method) {
+      let arrive: (call: TelegramCall) => void = () => {};
+      const arrived = new Promise<TelegramCall>((resolve) => {
+        arrive = resolve;
+      });
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = () => {
+          releases.delete(release);
+          resolve();
+        };
+      });
+      releases.add(release);
+      holds.set(method, { arrive, released });
+      return { arrived, release };
+    },
     callsOf: (method) => calls.filter((c) => c.method === method),
     messages: (chatId) => [...(chats.get(Number(chatId))?.values() ?? [])].map((message) => ({ ...message })),
     drafts: (chatId) => new Map(draftsByChat.get(Number(chatId)) ?? []),
     waitingPolls: () => polls.size,
     async close() {
       for (const wake of [...polls]) wake();
+      for (const release of [...releases]) release();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -2,8 +2,9 @@
  * One gateway process with a Telegram bot on a shared Postgres, for the bot-connection failover test: the real
  * `createGateway` + `createPostgresStore` + `createTelegramAdapter` on a grammY bot pointed at a fake Bot API
  * (`TELEGRAM_API_ROOT`), its polling held through `gateway.holdConnection(adapter.connection)`. Prints
- * `ready`, then `poll <name>` for each getUpdates call it makes (the transformer sees grammY's own requests) and
- * `refused <name>` each time it asks for the bot's lease while another gateway holds it.
+ * `ready`, then `poll <name>` for each getUpdates call it makes (the transformer sees grammY's own requests),
+ * `call <name> <method>` for each sendMessage and editMessageText, and `refused <name>` each time it asks for the
+ * bot's lease while another gateway holds it.
  *
  * Env: DATABASE_URL, SCHEMA, NAME, TELEGRAM_API_ROOT, TELEGRAM_TOKEN, LEASE_TTL_MS, RECOVERY_MS. With
  * STREAM_MS, the reply streams (`streamedReply`: a word every STREAM_MS ms, edits paced at STREAM_INTERVAL_MS).
@@ -25,6 +26,8 @@ const name = env("NAME");
 const bot = new Bot(env("TELEGRAM_TOKEN"), { client: { apiRoot: env("TELEGRAM_API_ROOT") } });
 bot.api.config.use((previous, method, payload, signal) => {
   if (method === "getUpdates") process.stdout.write(`poll ${name}\n`);
+  else if (method === "editMessageText" || method === "sendMessage")
+    process.stdout.write(`call ${name} ${method}\n`);
   return previous(method, payload, signal);
 });
 const streamMs = process.env.STREAM_MS === undefined ? undefined : Number(process.env.STREAM_MS);
