@@ -53,7 +53,7 @@ export interface FakeTelegramApi {
    * to act at a moment when the caller is known to be waiting for that answer, e.g. to freeze its process with no
    * request of its own still on the way. `arrived` resolves with the call; `close()` releases what is held.
    */
-  holdNext(method: string): { arrived: Promise<TelegramCall>; release(): void };
+  holdNext(method: string): HeldTelegramCall;
   /** Calls of one method. */
   callsOf(method: string): TelegramCall[];
   /**
@@ -67,6 +67,14 @@ export interface FakeTelegramApi {
   waitingPolls(): number;
   /** Stops the server (pending long polls end). */
   close(): Promise<void>;
+}
+
+/** A call `holdNext` holds: it has arrived and is recorded, and waits for `release` to be served. */
+export interface HeldTelegramCall {
+  /** Resolves with the call once it has arrived. */
+  arrived: Promise<TelegramCall>;
+  /** Serves the call (as it would have been served at once); releasing twice does nothing. */
+  release(): void;
 }
 
 /** A Bot API refusal `handle` answers with (400 and its description). */

@@ -48,6 +48,7 @@ export {
   type FakeTelegramApi,
   type FakeTelegramError,
   type FakeTelegramMessage,
+  type HeldTelegramCall,
   type TelegramCall,
 } from "./fake-telegram.js";
 export {
