@@ -147,51 +147,49 @@ const startOurs = () =>
     "sessions-gateway serve",
   );
 
-function seed() {
-  if (existsSync(pristine) && existsSync(ours)) return Promise.resolve();
-  return (async () => {
-    rmSync(work, { recursive: true, force: true });
-    mkdirSync(join(work, "home"), { recursive: true });
-    mkdirSync(state, { recursive: true });
-    writeFileSync(
-      join(state, "openclaw.json"),
-      JSON.stringify({
-        gateway: { mode: "local", port: OC_PORT, bind: "loopback", auth: { mode: "token", token: TOKEN } },
-        agents: { defaults: { heartbeat: { every: "0m" } } },
-        cron: { enabled: false },
-        update: { checkOnStart: false },
-      }),
-    );
-    log(`seeding ${values.sessions} sessions, ${values.messages} messages in ${LONG_KEY}`);
-    seedOpenClawState(state, Number(values.sessions), Number(values.messages));
-    if (smoke) {
-      // No OpenClaw: ours imports the legacy layout itself.
-      execFileSync(process.execPath, [cli, "import-openclaw", state, "--db", ours], { stdio: "ignore" });
-      return;
-    }
-    log("OpenClaw's doctor imports them into its SQLite layout");
-    execFileSync(
-      node24,
-      [
-        openclaw,
-        "doctor",
-        "--session-sqlite",
-        "import",
-        "--session-sqlite-agent",
-        "main",
-        "--non-interactive",
-        "--yes",
-      ],
-      { env: ocEnv(state), stdio: "ignore" },
-    );
-    // The first start fills in missing session titles; do it once here so every measured start is alike.
-    log("OpenClaw warm-up start");
-    await stop(await startOpenClaw(state));
-    rmSync(join(state, "tmp"), { recursive: true, force: true });
-    cpSync(state, pristine, { recursive: true });
-    log("sessions-gateway import-openclaw");
-    execFileSync(process.execPath, [cli, "import-openclaw", pristine, "--db", ours], { stdio: "ignore" });
-  })();
+async function seed() {
+  if (existsSync(pristine) && existsSync(ours)) return;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(join(work, "home"), { recursive: true });
+  mkdirSync(state, { recursive: true });
+  writeFileSync(
+    join(state, "openclaw.json"),
+    JSON.stringify({
+      gateway: { mode: "local", port: OC_PORT, bind: "loopback", auth: { mode: "token", token: TOKEN } },
+      agents: { defaults: { heartbeat: { every: "0m" } } },
+      cron: { enabled: false },
+      update: { checkOnStart: false },
+    }),
+  );
+  log(`seeding ${values.sessions} sessions, ${values.messages} messages in ${LONG_KEY}`);
+  seedOpenClawState(state, Number(values.sessions), Number(values.messages));
+  if (smoke) {
+    // No OpenClaw: ours imports the legacy layout itself.
+    execFileSync(process.execPath, [cli, "import-openclaw", state, "--db", ours], { stdio: "ignore" });
+    return;
+  }
+  log("OpenClaw's doctor imports them into its SQLite layout");
+  execFileSync(
+    node24,
+    [
+      openclaw,
+      "doctor",
+      "--session-sqlite",
+      "import",
+      "--session-sqlite-agent",
+      "main",
+      "--non-interactive",
+      "--yes",
+    ],
+    { env: ocEnv(state), stdio: "ignore" },
+  );
+  // The first start fills in missing session titles; do it once here so every measured start is alike.
+  log("OpenClaw warm-up start");
+  await stop(await startOpenClaw(state));
+  rmSync(join(state, "tmp"), { recursive: true, force: true });
+  cpSync(state, pristine, { recursive: true });
+  log("sessions-gateway import-openclaw");
+  execFileSync(process.execPath, [cli, "import-openclaw", pristine, "--db", ours], { stdio: "ignore" });
 }
 
 const duMb = (path) => {

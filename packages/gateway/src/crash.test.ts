@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -8,7 +7,7 @@ import { createManualClock } from "./clock.js";
 import { createGateway } from "./create-gateway.js";
 import { createScriptedRunner } from "./runner/scripted.js";
 import { createSqliteStore } from "./store/sqlite.js";
-import { createFakeChannel, eventually } from "./test-kit.js";
+import { createFakeChannel, eventually, runFixtureUntilKilled } from "./test-kit.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "sessions-crash-"));
@@ -21,51 +20,25 @@ interface Ack {
 }
 
 /** Starts the gateway child, collects its acknowledgements, SIGKILLs it once `killAfterAcks` arrived past "ready". */
-function runAndKill(
+async function runAndKill(
   path: string,
   killAfterAcks: number,
 ): Promise<{ acks: Ack[]; signal: NodeJS.Signals | null }> {
-  return new Promise((resolve, reject) => {
-    const child: ChildProcess = spawn(
-      process.execPath,
-      ["--import", "tsx", join(here, "crash-child.fixture.ts"), path],
-      {
-        cwd: here,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    const acks: Ack[] = [];
-    let ready = false;
-    let afterReady = 0;
-    let buffer = "";
-    let stderr = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`crash child never got ready; stderr: ${stderr}`));
-    }, 60_000);
-    child.stderr?.on("data", (chunk) => {
-      stderr += String(chunk);
-    });
-    child.stdout?.on("data", (chunk) => {
-      buffer += String(chunk);
-      for (;;) {
-        const nl = buffer.indexOf("\n");
-        if (nl === -1) break;
-        const line = JSON.parse(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-        if (line.ready) ready = true;
-        else if (line.ack) {
-          acks.push(line);
-          if (ready && ++afterReady === killAfterAcks) child.kill("SIGKILL");
-        }
+  const acks: Ack[] = [];
+  let ready = false;
+  let afterReady = 0;
+  const { signal } = await runFixtureUntilKilled(
+    join(here, "crash-child.fixture.ts"),
+    [path],
+    (line, kill) => {
+      if (line.ready) ready = true;
+      else if (line.ack) {
+        acks.push(line as unknown as Ack);
+        if (ready && ++afterReady === killAfterAcks) kill();
       }
-    });
-    child.on("exit", (_code, signal) => {
-      clearTimeout(timer);
-      resolve({ acks, signal });
-    });
-    child.on("error", reject);
-  });
+    },
+  );
+  return { acks, signal };
 }
 
 describe("crash safety (kill -9 mid-traffic, restart on the same file)", () => {

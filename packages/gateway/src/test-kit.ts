@@ -1,6 +1,7 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { SessionsError } from "@sessions/core";
 import { eventually as waitFor } from "@sessions/testing/eventually";
 import type { ChannelAdapterV1, DeliveryTarget, OutboundMessage } from "./adapter.js";
@@ -296,4 +297,45 @@ export async function seedTreeSessions(h: Harness): Promise<{ runIds: string[] }
     if ((await h.store.listQueuedDeliveries(1)).length > 0) throw new Error("replies still queued");
   }, "the replies to be delivered");
   return { runIds };
+}
+
+/**
+ * Runs the fixture `file` under tsx until it is killed: `onLine` sees each JSON line it prints and may `kill()` it
+ * (SIGKILL). Resolves with the signal it exited by (null: it exited on its own) and what it wrote to stderr; kills
+ * it and rejects when it is still running after 60 s. For the kill -9 tests.
+ */
+export function runFixtureUntilKilled(
+  file: string,
+  args: readonly string[],
+  onLine: (line: Record<string, unknown>, kill: () => void) => void,
+): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", file, ...args], {
+      cwd: dirname(file),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const kill = () => child.kill("SIGKILL");
+    let buffer = "";
+    let stderr = "";
+    const timer = setTimeout(() => {
+      kill();
+      reject(new Error(`${file} never got far enough; stderr: ${stderr}`));
+    }, 60_000);
+    child.stderr.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    child.stdout.on("data", (chunk) => {
+      buffer += String(chunk);
+      for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (line.trim() !== "") onLine(JSON.parse(line) as Record<string, unknown>, kill);
+      }
+    });
+    child.on("exit", (_code, signal) => {
+      clearTimeout(timer);
+      resolve({ signal, stderr });
+    });
+    child.on("error", reject);
+  });
 }

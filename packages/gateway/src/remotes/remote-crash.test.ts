@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -8,7 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { announceDeliveryId } from "../a2a/receipt.js";
 import { createGateway } from "../create-gateway.js";
 import { createScriptedRunner } from "../runner/scripted.js";
-import { eventually, openStore } from "../test-kit.js";
+import { eventually, openStore, runFixtureUntilKilled } from "../test-kit.js";
 import { startSdkAgent } from "./sdk-agent.fixture.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -17,50 +16,27 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const KEY = "agent:weather:a2a:main";
 
 /** Runs the child gateway until the session holds the remote's context, then SIGKILLs it; what it printed. */
-function runAndKill(
+async function runAndKill(
   path: string,
   cardUrl: string,
 ): Promise<{ runId: string; contextId: string; running?: { runId: string; taskId: string } }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(here, "remote-crash-child.fixture.ts"), path, cardUrl],
-      {
-        cwd: here,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let runId = "";
-    let contextId = "";
-    let running: { runId: string; taskId: string } | undefined;
-    let buffer = "";
-    let stderr = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the child never reported the context; stderr: ${stderr}`));
-    }, 60_000);
-    child.stderr.on("data", (chunk) => {
-      stderr += String(chunk);
-    });
-    child.stdout.on("data", (chunk) => {
-      buffer += String(chunk);
-      for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
-        const line = JSON.parse(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-        if (line.accepted) runId = line.accepted.runId;
-        if (line.contextId) {
-          contextId = line.contextId;
-          running = line.running;
-          child.kill("SIGKILL");
-        }
+  let runId = "";
+  let contextId = "";
+  let running: { runId: string; taskId: string } | undefined;
+  const { signal, stderr } = await runFixtureUntilKilled(
+    join(here, "remote-crash-child.fixture.ts"),
+    [path, cardUrl],
+    (line, kill) => {
+      if (line.accepted) runId = (line.accepted as { runId: string }).runId;
+      if (line.contextId) {
+        contextId = line.contextId as string;
+        running = line.running as typeof running;
+        kill();
       }
-    });
-    child.on("exit", (_code, signal) => {
-      clearTimeout(timer);
-      if (signal !== "SIGKILL") reject(new Error(`the child exited on its own; stderr: ${stderr}`));
-      else resolve({ runId, contextId, ...(running === undefined ? {} : { running }) });
-    });
-  });
+    },
+  );
+  if (signal !== "SIGKILL") throw new Error(`the child exited on its own; stderr: ${stderr}`);
+  return { runId, contextId, ...(running === undefined ? {} : { running }) };
 }
 
 describe("a gateway killed while a remote agent answers (kill -9, restart on the same file)", () => {

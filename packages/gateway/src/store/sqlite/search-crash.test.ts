@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { runFixtureUntilKilled } from "../../test-kit.js";
 import { createSqliteStore } from "../sqlite.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -11,34 +11,15 @@ const dir = mkdtempSync(join(tmpdir(), "sessions-search-crash-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the appending child until it has committed `atLeast` messages, then SIGKILLs it. */
-function runAndKill(path: string, atLeast: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", join(here, "search-crash-child.fixture.ts"), path],
-      {
-        cwd: here,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let stderr = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the child never got far enough; stderr: ${stderr}`));
-    }, 60_000);
-    child.stderr.on("data", (chunk) => {
-      stderr += String(chunk);
-    });
-    child.stdout.on("data", (chunk) => {
-      for (const line of String(chunk).split("\n").filter(Boolean))
-        if ((JSON.parse(line) as { committed: number }).committed >= atLeast) child.kill("SIGKILL");
-    });
-    child.on("exit", (_code, signal) => {
-      clearTimeout(timer);
-      if (signal === "SIGKILL") resolve();
-      else reject(new Error(`the child exited on its own; stderr: ${stderr}`));
-    });
-  });
+async function runAndKill(path: string, atLeast: number): Promise<void> {
+  const { signal, stderr } = await runFixtureUntilKilled(
+    join(here, "search-crash-child.fixture.ts"),
+    [path],
+    (line, kill) => {
+      if ((line.committed as number) >= atLeast) kill();
+    },
+  );
+  if (signal !== "SIGKILL") throw new Error(`the child exited on its own; stderr: ${stderr}`);
 }
 
 describe("the search index after a kill -9 mid-indexing (restart on the same file)", () => {
