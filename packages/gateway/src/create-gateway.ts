@@ -236,14 +236,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     () => undefined,
   );
-  function call(method: GatewayMethodName, params?: unknown): Promise<unknown> {
-    if (!isReady) return ready.then(() => dispatch(ctx, method, params));
+  function dispatchWhenReady(method: GatewayMethodName, params: unknown, wire: boolean): Promise<unknown> {
+    if (!isReady) return ready.then(() => dispatch(ctx, method, params, wire));
     try {
-      return dispatch(ctx, method, params);
+      return dispatch(ctx, method, params, wire);
     } catch (error) {
       return Promise.reject(error);
     }
   }
+  const call = (method: GatewayMethodName, params?: unknown) => dispatchWhenReady(method, params, false);
 
   const servers = new Set<GatewayServer>();
   const self: Gateway = {
@@ -252,6 +253,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ready,
     async listen(listenOptions) {
       const server = await listenGateway(self, listenOptions, {
+        callForWire: (method, params) => dispatchWhenReady(method, params, true),
         watchRuns(watcher) {
           runWatchers.add(watcher);
           return () => runWatchers.delete(watcher);

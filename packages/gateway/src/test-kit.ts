@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { SessionsError } from "@sessions/core";
 import { eventually as waitFor } from "@sessions/testing/eventually";
+import { WebSocket } from "ws";
 import type { ChannelAdapterV1, DeliveryTarget, OutboundMessage } from "./adapter.js";
 import { type Clock, createManualClock, type ManualClock } from "./clock.js";
 import { createGateway } from "./create-gateway.js";
@@ -338,4 +339,47 @@ export function runFixtureUntilKilled(
     });
     child.on("error", reject);
   });
+}
+
+/** A response frame as a raw protocol client sees it. */
+export type RawFrame = {
+  type: string;
+  id?: string;
+  ok?: boolean;
+  payload?: Record<string, unknown>;
+  error?: { code: string; details?: { code?: string; missingScope?: string } };
+};
+
+/** A raw protocol session, as any WebSocket client has it: connect with `token`, then `call` methods. */
+export async function connectRaw(url: string, token: string) {
+  const ws = new WebSocket(url);
+  const frames: RawFrame[] = [];
+  const waiters: (() => void)[] = [];
+  ws.on("message", (data) => {
+    frames.push(JSON.parse(String(data)) as RawFrame);
+    for (const w of waiters.splice(0)) w();
+  });
+  const next = async (id: string): Promise<RawFrame> => {
+    for (;;) {
+      const found = frames.find((f) => f.type === "res" && f.id === id);
+      if (found) return found;
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  await new Promise((resolve) => ws.once("open", resolve));
+  let n = 0;
+  const call = (method: string, params: unknown) => {
+    const id = String(++n);
+    ws.send(JSON.stringify({ type: "req", id, method, params }));
+    return next(id);
+  };
+  const hello = await call("connect", {
+    minProtocol: 4,
+    maxProtocol: 4,
+    client: { id: "test", version: "0", platform: "node", mode: "backend" },
+    role: "operator",
+    scopes: ["operator.read", "operator.write", "operator.admin"],
+    auth: { token },
+  });
+  return { hello, call, close: () => ws.close() };
 }

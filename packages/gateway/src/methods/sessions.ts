@@ -1,7 +1,9 @@
 import { defaultAgentId, normalizeAgentId, parseMethodParams, SessionsError } from "@sessions/core";
 import type { GatewayContext } from "../context.js";
 import type { GatewayRow, SessionsListPayload } from "../gateway.js";
+import { JsonTexts } from "../known-json.js";
 import { deleteSession, operatorKey, requireEntry, storeKey, updateEntry } from "../sessions/entries.js";
+import { keptEntries } from "../store/kept-records.js";
 import type { StoredEntry } from "../store/types.js";
 import {
   continueSessionsWalk,
@@ -70,16 +72,21 @@ export function gatewayRow(entry: StoredEntry): GatewayRow {
   return row;
 }
 
-/** Rows with the runs under way in their sessions: one read for all of them, whichever gateway runs them. */
-async function gatewayRows(ctx: GatewayContext, entries: StoredEntry[]): Promise<GatewayRow[]> {
+/** The runs under way, by session: one read for all of them, whichever gateway runs them. */
+async function activeRunIdsBySession(ctx: GatewayContext, rows: number): Promise<Map<string, string[]>> {
   const active = new Map<string, string[]>();
-  if (entries.length > 0) {
-    for (const run of await activeRuns(ctx)) {
-      const ids = active.get(run.sessionKey);
-      if (ids === undefined) active.set(run.sessionKey, [run.runId]);
-      else ids.push(run.runId);
-    }
+  if (rows === 0) return active;
+  for (const run of await activeRuns(ctx)) {
+    const ids = active.get(run.sessionKey);
+    if (ids === undefined) active.set(run.sessionKey, [run.runId]);
+    else ids.push(run.runId);
   }
+  return active;
+}
+
+/** Rows with the runs under way in their sessions. */
+async function gatewayRows(ctx: GatewayContext, entries: StoredEntry[]): Promise<GatewayRow[]> {
+  const active = await activeRunIdsBySession(ctx, entries.length);
   return entries.map((entry) => {
     const row = gatewayRow(entry);
     const runIds = active.get(entry.key);
@@ -89,13 +96,38 @@ async function gatewayRows(ctx: GatewayContext, entries: StoredEntry[]): Promise
   });
 }
 
+/** The wire text of the rows of entries a store keeps (see `keptEntries`), without their runs, made once each. */
+const rowTexts = new WeakMap<StoredEntry, string>();
+
+/**
+ * The rows of kept entries as wire texts (an answer that is only sent: see `dispatch`): each entry's made once,
+ * then the runs under way appended as `gatewayRows` appends them.
+ */
+async function rowTextsOf(ctx: GatewayContext, entries: readonly StoredEntry[]): Promise<GatewayRow[]> {
+  const active = await activeRunIdsBySession(ctx, entries.length);
+  const texts = entries.map((entry) => {
+    let text = rowTexts.get(entry);
+    if (text === undefined) {
+      text = JSON.stringify(gatewayRow(entry));
+      rowTexts.set(entry, text);
+    }
+    const runIds = active.get(entry.key);
+    const runs =
+      runIds === undefined
+        ? `"hasActiveRun":false`
+        : `"hasActiveRun":true,"activeRunIds":${JSON.stringify(runIds)}`;
+    return `${text.slice(0, -1)},${runs}}`;
+  });
+  return new JsonTexts(texts) as unknown as GatewayRow[];
+}
+
 /** `sessions.*`: list, resolve, patch and delete for operators (no visibility rules: scopes guard these). */
 export const sessionMethods = {
   /**
    * Newest first, paged by `offset`; or by key (`sortBy: "key"`), where every page also gives a `nextCursor`. A walk
    * by cursor returns every session that exists throughout it exactly once, however sessions are updated meanwhile.
    */
-  async "sessions.list"(ctx: GatewayContext, params: unknown): Promise<SessionsListPayload> {
+  async "sessions.list"(ctx: GatewayContext, params: unknown, wire = false): Promise<SessionsListPayload> {
     const p = parseMethodParams("sessions.list", params);
     refuseCursorWithOffset(p);
     // OpenClaw's default page (100).
@@ -104,13 +136,16 @@ export const sessionMethods = {
     const walk = p.cursor === undefined ? undefined : continueSessionsWalk({ ...p, cursor: p.cursor });
     const byKey = walk !== undefined || p.sortBy === "key";
     const filters = walk?.filters ?? sessionFilters(p, ctx.clock.now());
-    const entries = await ctx.store.listEntries({
+    const query = {
       ...filtersQuery(filters),
       ...(byKey ? { order: "key" as const } : {}),
       ...(walk === undefined ? {} : { afterKey: walk.afterKey }),
       limit: limit + 1,
       offset,
-    });
+    };
+    // For an answer that is only sent, the entries a store keeps, lent: their rows' texts are made once each.
+    const kept = wire ? await keptEntries(ctx.store, query) : undefined;
+    const entries = kept ?? (await ctx.store.listEntries(query));
     const hasMore = entries.length > limit;
     // The page is what was read up to the limit, less the rows left out after the query: the next page starts
     // after the last row read, so a row left out never pushes one into two pages.
@@ -128,7 +163,7 @@ export const sessionMethods = {
       ...(byKey
         ? { nextCursor: hasMore && last !== undefined ? encodeSessionsCursor(last.key, filters) : null }
         : {}),
-      sessions: await gatewayRows(ctx, page),
+      sessions: kept === undefined ? await gatewayRows(ctx, page) : await rowTextsOf(ctx, page),
     };
   },
 

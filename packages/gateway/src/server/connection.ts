@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Duplex } from "node:stream";
 import type { Logger, WireError } from "@sessions/core";
 import { WebSocket } from "ws";
+import { payloadJson } from "../known-json.js";
 import type { Caller } from "./auth.js";
 import { type Interest, newInterest } from "./event-routing.js";
 import { wireError } from "./wire-errors.js";
@@ -102,7 +103,10 @@ export function createFrameWriter(limits: {
     `{"type":"event","event":${JSON.stringify(event)},"payload":${JSON.stringify(payload ?? null)},"seq":`;
   return {
     ok(conn, id, payload) {
-      const text = JSON.stringify({ type: "res", id, ok: true, payload });
+      // As JSON.stringify({ type, id, ok, payload }), with the payload's known parts taken as they are.
+      const body = payloadJson(payload);
+      const head = `{"type":"res","id":${JSON.stringify(id)},"ok":true`;
+      const text = body === undefined ? `${head}}` : `${head},"payload":${body}}`;
       if (text.length <= maxResponseBytes) return raw(conn, text);
       error(
         conn,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { type Logger, silentLogger } from "@sessions/core";
+import { type GatewayMethodName, type Logger, silentLogger } from "@sessions/core";
 import { WebSocket, WebSocketServer } from "ws";
 import type { Gateway, GatewayEvent } from "../gateway.js";
 import { type A2AServerOptions, createA2ARoutes } from "./a2a/routes.js";
@@ -74,6 +74,8 @@ export interface GatewayServer {
 /** What the gateway tells its servers beyond public events: each run as it is recorded, before it can emit. */
 export interface ServerInternals {
   watchRuns(listener: (run: CreatedRun) => void): () => void;
+  /** `gateway.call` for an answer that is only sent (it may hold `JsonTexts`: see known-json.ts). */
+  callForWire(method: GatewayMethodName, params: unknown): Promise<unknown>;
 }
 
 const routers = new WeakMap<Gateway, Set<EventRouter<Connection>>>();
@@ -120,7 +122,16 @@ export async function listenGateway(
     policy: { maxPayload, maxBufferedBytes, tickIntervalMs },
   };
   const replay = new RunReplay();
-  const requests = { gateway, out, router, replay, logger };
+  const requests = {
+    gateway,
+    call:
+      internals?.callForWire ??
+      ((method: GatewayMethodName, params: unknown) => gateway.call(method, params)),
+    out,
+    router,
+    replay,
+    logger,
+  };
   const onMessage = createFrameReader(
     { maxPayload, maxInFlight: options.maxInFlight ?? 4096 },
     {

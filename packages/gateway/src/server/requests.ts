@@ -9,6 +9,8 @@ import { toWireError, wireError } from "./wire-errors.js";
 
 export interface RequestDeps {
   gateway: Gateway;
+  /** Calls a method for an answer that is only sent (see `ServerInternals.callForWire`). */
+  call(method: GatewayMethodName, params: unknown): Promise<unknown>;
   out: FrameWriter;
   router: EventRouter<Connection>;
   replay: RunReplay;
@@ -56,7 +58,7 @@ export async function handleRequest(
   const key = startKey(method, params);
   const stopExpecting = key === undefined ? undefined : router.expectRun(conn, key);
   try {
-    const payload = await gateway.call(method as GatewayMethodName, forwarded);
+    const payload = await deps.call(method as GatewayMethodName, forwarded);
     // A repeated key named a run that already existed: its caller hears the rest of it.
     const runId = (payload as { runId?: unknown } | undefined)?.runId;
     if (key !== undefined && typeof runId === "string" && !conn.closed) router.followRun(conn, runId);

@@ -1,52 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WebSocket } from "ws";
 import { createGateway } from "../create-gateway.js";
 import type { Gateway } from "../gateway.js";
 import { createScriptedRunner } from "../runner/scripted.js";
 import { createMemoryStore } from "../store/memory.js";
+import { connectRaw as connect } from "../test-kit.js";
 import type { GatewayServer } from "./listen.js";
-
-type Frame = {
-  type: string;
-  id?: string;
-  ok?: boolean;
-  payload?: Record<string, unknown>;
-  error?: { code: string; details?: { code?: string; missingScope?: string } };
-};
-
-/** A raw protocol session: connect with `token`, then `call` methods. */
-async function connect(url: string, token: string) {
-  const ws = new WebSocket(url);
-  const frames: Frame[] = [];
-  const waiters: (() => void)[] = [];
-  ws.on("message", (data) => {
-    frames.push(JSON.parse(String(data)) as Frame);
-    for (const w of waiters.splice(0)) w();
-  });
-  const next = async (id: string): Promise<Frame> => {
-    for (;;) {
-      const found = frames.find((f) => f.type === "res" && f.id === id);
-      if (found) return found;
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  await new Promise((resolve) => ws.once("open", resolve));
-  let n = 0;
-  const call = (method: string, params: unknown) => {
-    const id = String(++n);
-    ws.send(JSON.stringify({ type: "req", id, method, params }));
-    return next(id);
-  };
-  const hello = await call("connect", {
-    minProtocol: 4,
-    maxProtocol: 4,
-    client: { id: "test", version: "0", platform: "node", mode: "backend" },
-    role: "operator",
-    scopes: ["operator.read", "operator.write", "operator.admin"],
-    auth: { token },
-  });
-  return { hello, call, close: () => ws.close() };
-}
 
 describe("token scopes", () => {
   let gateway: Gateway;

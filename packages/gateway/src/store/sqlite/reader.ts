@@ -30,31 +30,44 @@ export function openReader(file: string, tails: TranscriptTails, entries: Commit
       return tails.read(key, options.limit, options.beforeSeq) ?? ops.core.readMessages(key, options);
     };
     const countMessages = (key: string): number => tails.count(key) ?? ops.core.countMessages(key);
-    const getEntry = (key: string): StoredEntry | undefined => {
-      const cached = entries.get(key);
+    /** A committed record as kept (never to be changed); read if it was not (and kept while there is room). */
+    const keptEntry = (key: string): StoredEntry | undefined => {
+      const cached = entries.lend(key);
       if (cached !== undefined) return cached;
       const entry = ops.core.getEntry(key);
-      if (entry !== undefined) entries.read(copyJson(entry));
+      if (entry !== undefined) entries.read(entry);
       return entry;
+    };
+    const getEntry = (key: string): StoredEntry | undefined => {
+      const entry = keptEntry(key);
+      return entry === undefined ? undefined : copyJson(entry);
     };
     // The keys come from the index alone; the records from the committed entries kept in memory, read only when
     // missing (a page of 100 cost four times as much as JSON text parsed again on every call).
-    const listEntries = (query: ListEntriesQuery): StoredEntry[] => {
+    const keptEntries = (query: ListEntriesQuery): StoredEntry[] => {
       if (query.kinds?.length === 0 || query.agentIds?.length === 0) return [];
       const { stmt, params } = lists.entries(query, "key");
       const out: StoredEntry[] = [];
       for (const key of stmt.all(...params) as string[]) {
-        const entry = getEntry(key);
+        const entry = keptEntry(key);
         if (entry !== undefined) out.push(entry);
       }
       return out;
     };
+    const listEntries = (query: ListEntriesQuery): StoredEntry[] => keptEntries(query).map(copyJson);
     const lendMessages = (key: string, options: { limit: number; beforeSeq?: number }): LentMessages => {
       if (!tails.has(key)) tails.fill(key, ops.tail(key, tails.perSession));
       const lent = tails.lend(key, options.limit, options.beforeSeq);
       if (lent !== undefined) return () => copyMessages(lent);
       const read = ops.core.readMessages(key, options);
       return () => copyMessages(read);
+    };
+    const keptMessages = (
+      key: string,
+      options: { limit: number; beforeSeq?: number },
+    ): readonly StoredMessage[] | undefined => {
+      if (!tails.has(key)) tails.fill(key, ops.tail(key, tails.perSession));
+      return tails.lend(key, options.limit, options.beforeSeq);
     };
     return {
       ops: {
@@ -65,6 +78,8 @@ export function openReader(file: string, tails: TranscriptTails, entries: Commit
         getEntry,
         listEntries,
         lendMessages,
+        keptMessages,
+        keptEntries,
       } as Reader["ops"],
       statementCount: () => Object.keys(s).length + lists.size() + ops.searchStatements(),
       close: () => db.close(),

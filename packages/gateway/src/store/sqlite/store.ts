@@ -3,8 +3,16 @@ import { dirname, join, resolve } from "node:path";
 import { SessionsError } from "@sessions/core";
 import Database from "better-sqlite3";
 import { LEND_MESSAGES, type LendsMessages, type LentMessages } from "../history.js";
+import { KEPT_ENTRIES, KEPT_MESSAGES, type KeepsEntries, type KeepsMessages } from "../kept-records.js";
 import { holderGone } from "../lease-liveness.js";
-import { LEASE_WRITES, type Lease, type SessionStore, STORE_WRITES } from "../types.js";
+import {
+  LEASE_WRITES,
+  type Lease,
+  type SessionStore,
+  STORE_WRITES,
+  type StoredEntry,
+  type StoredMessage,
+} from "../types.js";
 import { createUnitCoordinator } from "../unit-of-work.js";
 import { type Checkpointer, startCheckpointer } from "./checkpointer.js";
 import { createSqliteOperations, type OperationEvents } from "./operations.js";
@@ -204,7 +212,14 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
           ? {}
           : {
               reader: reader.ops,
-              readerAlways: ["readMessages", "countMessages", "lendMessages", "listEntries"],
+              readerAlways: [
+                "readMessages",
+                "countMessages",
+                "lendMessages",
+                "keptMessages",
+                "keptEntries",
+                "listEntries",
+              ],
             }),
       });
       if (file !== ":memory:") {
@@ -218,13 +233,16 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       }
       const statementCount = () =>
         Object.keys(s).length + lists.size() + ops.searchStatements() + (reader?.statementCount() ?? 0);
-      const history = {
+      const lending = {
         lendMessages(key: string, options: { limit: number; beforeSeq?: number | undefined }): LentMessages {
           const read = core.readMessages(key, options);
           return () => copyMessages(read);
         },
+        // Without a reader (an in-memory database) nothing is kept: `readMessages` and `listEntries` are the reads.
+        keptMessages: (_key: string, _options: unknown): readonly StoredMessage[] | undefined => undefined,
+        keptEntries: (_query: unknown): readonly StoredEntry[] | undefined => undefined,
       };
-      return { coordinator, core, leases, history, statementCount };
+      return { coordinator, core, leases, lending, statementCount };
     } catch (error) {
       reader?.close();
       void searching?.close();
@@ -239,8 +257,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     if (lost !== undefined) throw lost;
   };
   const { coordinator } = units;
+  const lending = coordinator.guard(units.lending, [], check);
 
-  const store: SessionStore & LendsMessages = {
+  const store: SessionStore & LendsMessages & KeepsMessages & KeepsEntries = {
     kind: "sqlite",
     transcriptPath(sessionId) {
       return file === ":memory:" ? undefined : `${join(dirname(file), "transcripts", sessionId)}.jsonl`;
@@ -263,7 +282,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
           },
         }),
     ...coordinator.guard(units.leases, LEASE_WRITES, check),
-    [LEND_MESSAGES]: coordinator.guard(units.history, [], check).lendMessages,
+    [LEND_MESSAGES]: lending.lendMessages,
+    [KEPT_MESSAGES]: lending.keptMessages,
+    [KEPT_ENTRIES]: lending.keptEntries,
     transaction(work) {
       try {
         check();

@@ -140,14 +140,15 @@ export class WriterCache {
 
 /**
  * The committed session entries recently written or read, for reads outside units of work (`getEntry` is on
- * every request's path): kept in step after each commit, like the transcript tails. Reads get copies.
+ * every request's path): kept in step after each commit, like the transcript tails. Reads get copies, or lend them
+ * read-only for answers that are only sent.
  */
 export class CommittedEntries {
   private readonly entries = new Map<string, StoredEntry>();
 
-  get(key: string): StoredEntry | undefined {
-    const entry = this.entries.get(key);
-    return entry === undefined ? undefined : copyJson(entry);
+  /** The kept record itself: copied before it leaves the store, or lent read-only (see `keptEntries`). */
+  lend(key: string): StoredEntry | undefined {
+    return this.entries.get(key);
   }
 
   /** A committed record (never changed afterwards). */
