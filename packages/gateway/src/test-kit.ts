@@ -130,8 +130,10 @@ export function createStreamingChannel(
       intervalMs: options.intervalMs ?? 0,
       maxMessageLength: options.maxMessageLength ?? 2000,
       async post(target: DeliveryTarget, text: string) {
-        request("post", target.to, undefined, text);
-        const id = `s${nextId++}`;
+        // The id it would get, in its request: a failed post's id is never used.
+        const id = `s${nextId}`;
+        request("post", target.to, id, text);
+        nextId++;
         chat(target.to).set(id, { id, text, edits: 0 });
         return id;
       },

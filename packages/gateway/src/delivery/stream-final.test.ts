@@ -51,6 +51,20 @@ describe("deliverStreamed", () => {
     expect(progress.size).toBe(0);
   });
 
+  it("leaves a streamed message that already shows its piece as it is, and edits one whose text is not known", async () => {
+    const channel = createStreamingChannel({ maxMessageLength: 60 });
+    const parts = chunkMessage(REPLY, 60);
+    const ids = [
+      await channel.stream.post(target, parts[0] as string),
+      await channel.stream.post(target, "wo"),
+    ];
+    const preview = { ...target, messageIds: ids, maxChars: 60, shown: [parts[0] as string, null] };
+    const { messageIds } = await deliverStreamed(channel, record(preview), target, new Map());
+    expect(channel.shown(TO).map((m) => m.text)).toEqual(parts);
+    expect(messageIds.slice(0, 2)).toEqual(ids);
+    expect(channel.requests.filter((r) => r.op === "edit").map((r) => r.id)).toEqual([ids[1]]);
+  });
+
   it("removes streamed messages the reply does not need, and all of them for an empty reply", async () => {
     const channel = createStreamingChannel({ maxMessageLength: 60 });
     const ids = [await channel.stream.post(target, "a"), await channel.stream.post(target, "b")];

@@ -8,7 +8,8 @@ const gone = (error: unknown) => SessionsError.isInstance(error) && error.code =
 
 /**
  * Delivers a reply that was streamed (`DeliveryRecord.stream`): the streamed messages are edited into the reply,
- * cut as they were (`maxChars`); the pieces beyond them are posted; the messages left over removed. A retry of the
+ * cut as they were (`maxChars`), unless one already shows its piece (`shown`); the pieces beyond them are posted;
+ * the messages left over removed. A retry of the
  * same delivery resumes after the last piece that went out (`progress`, by delivery id), so none is posted twice.
  * When the reply goes elsewhere than it streamed (its target changed), the streamed messages are removed and the
  * reply is delivered as usual. The receipt lists the messages that show the reply.
@@ -39,7 +40,8 @@ export async function deliverStreamed(
       const part = parts[i] as string;
       const streamed = preview.messageIds[i];
       let id: string | undefined;
-      if (streamed !== undefined) {
+      if (streamed !== undefined && preview.shown?.[i] === part) id = streamed;
+      else if (streamed !== undefined) {
         try {
           await ops.edit(at, streamed, part);
           id = streamed;

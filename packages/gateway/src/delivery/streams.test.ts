@@ -21,6 +21,7 @@ const TO = "user:alice";
 const WORDS = Array.from({ length: 30 }, (_, i) => `word${i} `);
 /** The reply the writer agent streams, word by word, 300 ms apart. */
 const REPLY = WORDS.join("").trim();
+const MORE = Array.from({ length: 12 }, (_, i) => `more${i}`).join(" ");
 const PARAGRAPHS = [1, 2, 3].map((n) => `${String(n).repeat(BLOCK_MIN_CHARS + 20)}\n\n`);
 
 const writer: ScriptedAgent = async (turn) => {
@@ -31,6 +32,8 @@ const writer: ScriptedAgent = async (turn) => {
   }
   if (turn.text === "fail") throw new Error("model went away");
   if (turn.text === "silent") return "";
+  // A reply that goes on after what it streamed: its delivery edits and posts beyond what the chat shows.
+  if (turn.text === "more") return `${pieces.join("").trim()} ${MORE}`;
   return pieces.join("").trim();
 };
 
@@ -87,6 +90,12 @@ describe.each(STORE_KINDS)("streaming replies on the %s store", (kind) => {
     expect(during.length).toBeLessThan(WORDS.length / 2);
     for (let i = 1; i < during.length; i++)
       expect((during[i]?.at as number) - (during[i - 1]?.at as number)).toBeGreaterThanOrEqual(1000);
+    // No request sets a message to the text it already shows (the delivery leaves finished messages as they are).
+    const showing = new Map<string, string | undefined>();
+    for (const request of channel.requests) {
+      if (request.op === "edit") expect(request.text).not.toBe(showing.get(request.id as string));
+      if (request.op === "post" || request.op === "edit") showing.set(request.id as string, request.text);
+    }
   });
 
   it("posts the reply whole when the channel's streaming is off", async () => {
@@ -139,14 +148,14 @@ describe.each(STORE_KINDS)("streaming replies on the %s store", (kind) => {
 
   it("retries a reply's delivery that failed halfway, posting nothing twice", async () => {
     await open();
-    // The reply's delivery fails at its edit of the second message (the stream itself never edits it again once it
-    // is full); the outbox retries the delivery.
+    // The reply goes on after what it streamed; its delivery fails at its first request (the first to show what
+    // was not streamed); the outbox retries the delivery.
     channel.failStream(
       1,
       new SessionsError("unavailable", "platform down"),
-      (r) => r.op === "edit" && r.id === "s2",
+      (r) => r.text?.includes("more0") === true,
     );
-    const runId = await send("write", 9_500);
+    const runId = await send("more", 9_500);
     expect((await h.gateway.agentWait({ runId })).status).toBe("ok");
     await h.clock.advance(5_000);
     await eventually(async () =>
@@ -154,7 +163,7 @@ describe.each(STORE_KINDS)("streaming replies on the %s store", (kind) => {
     );
     const [delivery] = await h.store.listDeliveries({ runId });
     expect(delivery?.attempts).toBe(2);
-    expect(channel.shown(TO).map((m) => m.text)).toEqual(chunkMessage(REPLY, 60));
+    expect(channel.shown(TO).map((m) => m.text)).toEqual(chunkMessage(`${REPLY} ${MORE}`, 60));
     expect(channel.requests.filter((r) => r.op === "post")).toHaveLength(channel.shown(TO).length);
   });
 

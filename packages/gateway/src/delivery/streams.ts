@@ -204,7 +204,8 @@ export function createReplyStream(options: ReplyStreamOptions): ReplyStream {
         }),
       ]);
       clock.clearTimeout(bound);
-      return ids.length > 0 ? preview() : undefined;
+      // Only now is what each message shows final: the previews recorded while it streamed leave it out.
+      return ids.length > 0 ? { ...preview(), shown: shown.map((part) => part ?? null) } : undefined;
     },
   };
 }

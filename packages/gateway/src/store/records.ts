@@ -223,6 +223,11 @@ export interface StreamPreview {
   messageIds: string[];
   /** The most characters one of its messages held: the reply is cut the same way when it edits them. */
   maxChars: number;
+  /**
+   * What each message showed when the stream ended (null: not known), in the preview the stream ends with only:
+   * the reply's delivery leaves a message that already shows its piece as it is (no edit to the same text).
+   */
+  shown?: (string | null)[] | undefined;
 }
 
 /** The last route a session was reached on, per channel and account. */
