@@ -44,22 +44,3 @@ export function toStoreError(error: unknown, where: string): unknown {
     ...(code === undefined ? {} : { details: { postgres: code } }),
   });
 }
-
-/** The same functions, rejecting with `toStoreError` instead of raw node-postgres errors. */
-export function withStoreErrors<F extends Record<string, unknown>>(fns: F, where: string): F {
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(fns)) {
-    if (typeof fn !== "function") {
-      wrapped[name] = fn;
-      continue;
-    }
-    wrapped[name] = async (...args: unknown[]) => {
-      try {
-        return await (fn as (...a: unknown[]) => Promise<unknown>)(...args);
-      } catch (error) {
-        throw toStoreError(error, where);
-      }
-    };
-  }
-  return wrapped as F;
-}
