@@ -64,6 +64,8 @@ export function createA2AExecutor(gateway: Gateway, agentId: string): AgentExecu
       };
       const unsubscribe = gateway.subscribe((event: GatewayEvent) => {
         if (event.type !== "chat" || event.state !== "delta" || typeof event.deltaText !== "string") return;
+        // Only this context's session: a busy gateway's other runs are neither looked at nor kept meanwhile.
+        if (event.sessionKey !== sessionKey) return;
         if (runId === undefined) early.push({ runId: event.runId, text: event.deltaText });
         else if (event.runId === runId) delta(event.deltaText);
       });
