@@ -1,8 +1,7 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebSocket } from "ws";
-import { eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { connectRaw, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
 import { memorySpans } from "./memory-spans.fixture.js";
 
 const MAIN = "agent:main:main";
@@ -13,33 +12,12 @@ const { exporter } = memorySpans();
 
 /** Calls one method over a raw WebSocket connection (an operator with every scope). */
 async function callOverWire(url: string, token: string, method: string, params: unknown) {
-  const ws = new WebSocket(url);
-  const answers = new Map<string, { ok: boolean; payload?: unknown; error?: { code: string } }>();
-  const waiters: (() => void)[] = [];
-  ws.on("message", (data) => {
-    const frame = JSON.parse(String(data)) as { type: string; id?: string; ok: boolean };
-    if (frame.type === "res" && frame.id !== undefined) answers.set(frame.id, frame);
-    for (const wake of waiters.splice(0)) wake();
-  });
-  await new Promise((resolve) => ws.once("open", resolve));
-  const request = async (id: string, m: string, p: unknown) => {
-    ws.send(JSON.stringify({ type: "req", id, method: m, params: p }));
-    while (!answers.has(id)) await new Promise<void>((resolve) => waiters.push(resolve));
-    return answers.get(id) as { ok: boolean; payload?: unknown; error?: { code: string } };
-  };
+  const client = await connectRaw(url, token);
   try {
-    const hello = await request("1", "connect", {
-      minProtocol: 4,
-      maxProtocol: 4,
-      client: { id: "test", version: "0", platform: "node", mode: "backend" },
-      role: "operator",
-      scopes: ["operator.read", "operator.write", "operator.admin"],
-      auth: { token },
-    });
-    expect(hello.ok).toBe(true);
-    return await request("2", method, params);
+    expect(client.hello.ok).toBe(true);
+    return await client.call(method, params);
   } finally {
-    ws.close();
+    client.close();
   }
 }
 
