@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { GatewayServer } from "../server/listen.js";
-import { cleanupDirs, connectRaw, type Harness, harness, STORE_KINDS } from "../test-kit.js";
+import { cleanupDirs, connectRaw, eventually, type Harness, harness, STORE_KINDS } from "../test-kit.js";
 
 afterAll(cleanupDirs);
 
@@ -39,14 +39,17 @@ describe.each(STORE_KINDS)("reads over the wire on the %s store", (kind) => {
       return runId;
     };
     /** The wire answer, parsed and written again (its own key order), against the in-process one. */
+    // Retried until both agree (a write the gateway finishes after a run's end may land between the two reads); a
+    // wrong or stale text never agrees.
     const same = async (method: string, params: Record<string, unknown>) => {
-      for (let twice = 0; twice < 2; twice++) {
-        const frame = await client.call(method, params);
-        expect(frame.ok).toBe(true);
-        expect(JSON.stringify(frame.payload)).toBe(
-          JSON.stringify(await h.gateway.call(method as "sessions.list", params)),
-        );
-      }
+      for (let twice = 0; twice < 2; twice++)
+        await eventually(async () => {
+          const frame = await client.call(method, params);
+          expect(frame.ok).toBe(true);
+          expect(JSON.stringify(frame.payload)).toBe(
+            JSON.stringify(await h.gateway.call(method as "sessions.list", params)),
+          );
+        }, `${method} over the wire as in process`);
       return (await client.call(method, params)).payload as Record<string, unknown>;
     };
     for (const key of ["a", "b", "c"])
