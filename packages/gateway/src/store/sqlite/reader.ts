@@ -25,8 +25,12 @@ export function openReader(file: string, tails: TranscriptTails, entries: Commit
     const s = prepareStatements(db);
     const lists = createListStatements(db);
     const ops = createSqliteOperations(db, s, lists, { emit: () => {} });
-    const readMessages = (key: string, options: { limit: number; beforeSeq?: number }): StoredMessage[] => {
+    /** Starts a session's committed tail if it has none yet. */
+    const tailFor = (key: string): void => {
       if (!tails.has(key)) tails.fill(key, ops.tail(key, tails.perSession));
+    };
+    const readMessages = (key: string, options: { limit: number; beforeSeq?: number }): StoredMessage[] => {
+      tailFor(key);
       return tails.read(key, options.limit, options.beforeSeq) ?? ops.core.readMessages(key, options);
     };
     const countMessages = (key: string): number => tails.count(key) ?? ops.core.countMessages(key);
@@ -55,19 +59,16 @@ export function openReader(file: string, tails: TranscriptTails, entries: Commit
       return out;
     };
     const listEntries = (query: ListEntriesQuery): StoredEntry[] => keptEntries(query).map(copyJson);
-    const lendMessages = (key: string, options: { limit: number; beforeSeq?: number }): LentMessages => {
-      if (!tails.has(key)) tails.fill(key, ops.tail(key, tails.perSession));
-      const lent = tails.lend(key, options.limit, options.beforeSeq);
-      if (lent !== undefined) return () => copyMessages(lent);
-      const read = ops.core.readMessages(key, options);
-      return () => copyMessages(read);
-    };
     const keptMessages = (
       key: string,
       options: { limit: number; beforeSeq?: number },
     ): readonly StoredMessage[] | undefined => {
-      if (!tails.has(key)) tails.fill(key, ops.tail(key, tails.perSession));
+      tailFor(key);
       return tails.lend(key, options.limit, options.beforeSeq);
+    };
+    const lendMessages = (key: string, options: { limit: number; beforeSeq?: number }): LentMessages => {
+      const lent = keptMessages(key, options) ?? ops.core.readMessages(key, options);
+      return () => copyMessages(lent);
     };
     return {
       ops: {
