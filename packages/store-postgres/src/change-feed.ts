@@ -80,6 +80,8 @@ export function listenForChanges(options: {
   let delay = RECONNECT_MIN_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let connectedOnce = false;
+  // How notifySql's payloads from this origin begin: `{"o":<origin>,`.
+  const ownPrefix = `${JSON.stringify({ o: origin }).slice(0, -1)},`;
 
   const onNotification = (message: pg.Notification) => {
     if (message.payload === undefined) return;
@@ -88,6 +90,8 @@ export function listenForChanges(options: {
       return;
     }
     if (message.channel !== channel) return;
+    // This process's own announcements come back too: known by their first bytes, they are not parsed.
+    if (message.payload.startsWith(ownPrefix)) return;
     let payload: Payload;
     try {
       payload = JSON.parse(message.payload) as Payload;

@@ -112,4 +112,54 @@ describe("known transcript tails", () => {
     tails.add("k", 2, m("b"));
     expect(tails.read("k", 50, 5)?.map((message) => message.content)).toEqual(["a", "b", "c", "d"]);
   });
+
+  it("keeps a run's window behind the inputs of the runs queued after it", () => {
+    const tails = new KnownTails();
+    const m = (content: string) => JSON.stringify({ role: "user", content });
+    // 50 messages of history, then the inputs of 100 runs accepted at once (a backlog), all this gateway's.
+    for (let seq = 1; seq <= 150; seq++) tails.add("k", seq, m(`m${seq}`));
+    // The first queued run's window: the 50 messages before its input (seq 51).
+    expect(tails.read("k", 50, 51)?.map((message) => message.seq)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+  });
+
+  it("extends a known tail back with a window read just before it", () => {
+    const tails = new KnownTails();
+    const m = (content: string) => JSON.stringify({ role: "user", content });
+    for (let seq = 41; seq <= 60; seq++) tails.add("k", seq, m(`m${seq}`));
+    expect(tails.read("k", 50, 50)).toBeUndefined();
+    // Read from the database: 1..49, overlapping the tail from 41.
+    tails.fill(
+      "k",
+      1,
+      Array.from({ length: 49 }, (_, i) => m(`m${i + 1}`)),
+    );
+    expect(tails.read("k", 50, 61)?.map((message) => message.content)).toEqual(
+      Array.from({ length: 50 }, (_, i) => `m${i + 11}`),
+    );
+    // A read that disagrees where it overlaps (the transcript started over meanwhile) extends nothing.
+    tails.forget("k");
+    for (let seq = 41; seq <= 60; seq++) tails.add("k", seq, m(`m${seq}`));
+    tails.fill(
+      "k",
+      1,
+      Array.from({ length: 49 }, (_, i) => m(`other${i + 1}`)),
+    );
+    expect(tails.read("k", 50, 50)).toBeUndefined();
+  });
+
+  it("forgets the least recently used sessions past its character budget", () => {
+    const text = JSON.stringify({ role: "user", content: "x".repeat(970) });
+    const tails = new KnownTails({ maxChars: 10 * text.length });
+    // Four sessions of three messages each: twelve texts, two over the budget.
+    for (const key of ["a", "b", "c", "d"]) for (let seq = 1; seq <= 3; seq++) tails.add(key, seq, text);
+    expect(tails.read("a", 3, 4)).toBeUndefined();
+    for (const key of ["b", "c", "d"]) expect(tails.read(key, 3, 4)).toHaveLength(3);
+    // Read, "b" is the most recently used: a new session pushes out "c", the least recently used now.
+    tails.read("b", 1, 2);
+    for (let seq = 1; seq <= 3; seq++) tails.add("e", seq, text);
+    expect(tails.read("c", 3, 4)).toBeUndefined();
+    for (const key of ["b", "d", "e"]) expect(tails.read(key, 3, 4)).toHaveLength(3);
+  });
 });

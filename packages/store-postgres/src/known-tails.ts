@@ -3,9 +3,14 @@ import type { StoredMessage } from "@sessions/gateway";
 
 /** Sessions whose newest messages are kept, at most (least recently used go first). */
 const MAX_SESSIONS = 4096;
-/** Newest messages kept per session: a run's history window is 50 by default. */
-const PER_SESSION = 64;
-
+/**
+ * Newest messages kept per session: a run's history window (50 by default) ends at its input, and the inputs of
+ * the runs queued behind it come after that (each is appended as its run is accepted), so a session with a backlog
+ * needs its window plus the backlog: 50 behind up to 110 queued runs.
+ */
+const PER_SESSION = 160;
+/** Characters of JSON text kept over every session (about 32 MB); least recently used sessions go first. */
+const MAX_CHARS = 16 * 1024 * 1024;
 /** The newest messages this process knows of a session: contiguous sequence numbers ending at `last`. */
 interface Tail {
   /**
@@ -13,6 +18,8 @@ interface Tail {
    * callers may change what they get.
    */
   texts: string[];
+  /** The characters in `texts` and `ahead` (counted against MAX_CHARS). */
+  chars: number;
   last: number;
   /**
    * Messages known past a gap (`last + 1` not known yet), by seq: group commit lets this gateway hear of its own
@@ -35,6 +42,13 @@ interface Tail {
  */
 export class KnownTails {
   private readonly tails = new Map<string, Tail>();
+  /** The characters kept over every tail. */
+  private chars = 0;
+  private readonly maxChars: number;
+
+  constructor(options: { maxChars?: number } = {}) {
+    this.maxChars = options.maxChars ?? MAX_CHARS;
+  }
 
   /**
    * A message committed at `seq` (its JSON text): extends the known tail; one past a gap waits (up to a tail's
@@ -46,28 +60,48 @@ export class KnownTails {
     if (tail !== undefined && seq === tail.last + 1) {
       tail.texts.push(text);
       tail.last = seq;
+      this.grow(tail, text.length);
       this.drain(tail);
+      this.trim(key);
       return;
     }
     if (tail !== undefined && seq <= tail.last && this.textAt(tail, seq) === text) return;
     if (tail !== undefined && seq > tail.last + 1 && (tail.ahead?.size ?? 0) < PER_SESSION) {
       tail.ahead ??= new Map();
+      const before = tail.ahead.get(seq);
       tail.ahead.set(seq, text);
+      this.grow(tail, text.length - (before?.length ?? 0));
+      this.trim(key);
       return;
     }
-    this.set(key, { texts: [text], last: seq });
+    this.set(key, { texts: [text], chars: text.length, last: seq });
   }
 
-  /** Messages just read (their JSON texts, oldest first, contiguous from `firstSeq`): known from now on. */
+  /**
+   * Messages just read (their JSON texts, oldest first, contiguous from `firstSeq`): known from now on. Read just
+   * before a known tail (a window that began before it), they extend it back.
+   */
   fill(key: string, firstSeq: number, texts: readonly string[]): void {
     if (texts.length === 0) return;
     const last = firstSeq + texts.length - 1;
     const tail = this.touch(key);
-    // A tail that already runs past what was read (a reply appended meanwhile) stays as it is.
-    if (tail !== undefined && tail.last > last) return;
-    const filled: Tail = { texts: texts.slice(-PER_SESSION), last, ahead: tail?.ahead };
-    this.set(key, filled);
-    this.drain(filled);
+    if (tail !== undefined && tail.last > last) {
+      // A tail that already runs past what was read (a reply appended meanwhile) takes what was read before it,
+      // when the two meet and agree where they overlap.
+      const first = tail.last - tail.texts.length + 1;
+      if (firstSeq >= first || last < first - 1 || tail.texts.length >= PER_SESSION) return;
+      for (let seq = first; seq <= last; seq++) if (this.textAt(tail, seq) !== texts[seq - firstSeq]) return;
+      const before = texts.slice(0, first - firstSeq).slice(-(PER_SESSION - tail.texts.length));
+      tail.texts.unshift(...before);
+      this.grow(tail, charsOf(before));
+      this.trim(key);
+      return;
+    }
+    const kept = texts.slice(-PER_SESSION);
+    const ahead = tail?.ahead;
+    this.set(key, { texts: kept, chars: charsOf(kept) + charsOf(ahead?.values() ?? []), last, ahead });
+    this.drain(this.tails.get(key) as Tail);
+    this.trim(key);
   }
 
   /** The newest `limit` messages before `beforeSeq`, oldest first, when every one of them is known. */
@@ -97,7 +131,7 @@ export class KnownTails {
   }
 
   forget(key: string): void {
-    this.tails.delete(key);
+    this.drop(key);
   }
 
   /** Takes into the tail what waited past a gap that is now filled, and keeps at most a tail's length. */
@@ -109,10 +143,16 @@ export class KnownTails {
         tail.texts.push(text);
         tail.last++;
       }
-      for (const seq of ahead.keys()) if (seq <= tail.last) ahead.delete(seq);
+      for (const [seq, text] of ahead) {
+        if (seq > tail.last) continue;
+        ahead.delete(seq);
+        this.grow(tail, -text.length);
+      }
       if (ahead.size === 0) tail.ahead = undefined;
     }
-    if (tail.texts.length > PER_SESSION) tail.texts.splice(0, tail.texts.length - PER_SESSION);
+    if (tail.texts.length > PER_SESSION) {
+      this.grow(tail, -charsOf(tail.texts.splice(0, tail.texts.length - PER_SESSION)));
+    }
   }
 
   private textAt(tail: Tail, seq: number): string | undefined {
@@ -129,11 +169,36 @@ export class KnownTails {
   }
 
   private set(key: string, tail: Tail): void {
-    this.tails.delete(key);
+    this.drop(key);
     this.tails.set(key, tail);
-    if (this.tails.size > MAX_SESSIONS) {
-      const oldest = this.tails.keys().next().value;
-      if (oldest !== undefined) this.tails.delete(oldest);
+    this.chars += tail.chars;
+    this.trim(key);
+  }
+
+  private drop(key: string): void {
+    const tail = this.tails.get(key);
+    if (tail === undefined) return;
+    this.tails.delete(key);
+    this.chars -= tail.chars;
+  }
+
+  private grow(tail: Tail, chars: number): void {
+    tail.chars += chars;
+    this.chars += chars;
+  }
+
+  /** Least recently used sessions go while there are too many or their texts are too long; `key` stays. */
+  private trim(key: string): void {
+    for (const oldest of this.tails.keys()) {
+      if (this.tails.size <= MAX_SESSIONS && this.chars <= this.maxChars) return;
+      if (oldest !== key) this.drop(oldest);
+      else if (this.tails.size === 1) return;
     }
   }
+}
+
+function charsOf(texts: Iterable<string>): number {
+  let chars = 0;
+  for (const text of texts) chars += text.length;
+  return chars;
 }

@@ -1,8 +1,9 @@
 import { SessionsError } from "@sessions/core";
 import type pg from "pg";
+import { VERSION_8 } from "./migrations-cached-plans.js";
 import { VERSION_5, VERSION_6 } from "./migrations-lanes.js";
 import { HAS_ROOT, ROOT_OF_RUN } from "./operations.js";
-import { SESSION_SEARCH_TEXT, searchVector } from "./search.js";
+import { SESSION_SEARCH_TEXT, searchVector, UNREADABLE_ESCAPE } from "./search.js";
 import { startTouchingOncePerSecond } from "./start-touch.js";
 
 /** One step of the schema; `up` runs in its own transaction together with its row in `schema_migrations`. */
@@ -296,8 +297,7 @@ $$;
 // Full-text search (see search.ts). A message's searched text (`searchableText` of @sessions/core) is read from its
 // JSON text by an immutable function, stored as a generated tsvector (so every write path, the run_start and run_end
 // functions too, keeps it in step without a change) and indexed with GIN. Escaped NULs and lone surrogates, which
-// Postgres's JSON cannot read, become spaces first (an escape is one after an even number of backslashes).
-const UNREADABLE_ESCAPE = String.raw`'(?<!\\)((?:\\\\)*)\\u(?:0000|[dD][89abcdefABCDEF][0-9a-fA-F]{2})'`;
+// Postgres's JSON cannot read, become spaces first (UNREADABLE_ESCAPE).
 const VERSION_4 = (s: string) => `
 CREATE FUNCTION ${s}.message_search_text(doc text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE
@@ -356,6 +356,12 @@ export const MIGRATIONS: readonly Migration[] = [
     description:
       "a run's start moves its session's updated_at only when it is a second or more behind (run_start)",
     up: (s) => startTouchingOncePerSecond(VERSION_2(s), s),
+  },
+  {
+    version: 8,
+    description:
+      "the functions run for every message and entry written (message_search_text, json_with) in PL/pgSQL, planned once per connection",
+    up: VERSION_8,
   },
 ];
 

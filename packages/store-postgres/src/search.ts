@@ -22,6 +22,13 @@ export const searchVector = (text: string) =>
   `to_tsvector('simple'::regconfig, regexp_replace(${text}, '[[:punct:]]+', ' ', 'g'))`;
 
 /**
+ * An escaped NUL or lone UTF-16 surrogate in JSON text, which Postgres's JSON cannot read, as a regular expression
+ * literal: an escape is one after an even number of backslashes (kept in group 1). Part of migrations 4 and 8: never
+ * change it.
+ */
+export const UNREADABLE_ESCAPE = String.raw`'(?<!\\)((?:\\\\)*)\\u(?:0000|[dD][89abcdefABCDEF][0-9a-fA-F]{2})'`;
+
+/**
  * The searched text of a session as an expression on `entries` (`searchableSessionText` of @sessions/core). Part of
  * migration 4's index `entries_search`, which only a query spelling it exactly the same uses: never change it.
  */
