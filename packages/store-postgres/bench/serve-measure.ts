@@ -4,6 +4,7 @@
  * window cost Postgres (db-cost.ts: statements, transactions, the server's CPU) and the side's own processes.
  */
 import pg from "pg";
+import { SMOKE } from "../../gateway/bench/kit.js";
 import { costBetween, type DbCost, type DbSnapshot, openDbProbe, serverCpuMs, settle } from "./db-cost.js";
 import type { StatementCost } from "./statements.js";
 
@@ -88,6 +89,7 @@ export async function measureRow(url: string, side: LoadSide, idleMs: number): P
     await admin.connect();
     // The warm-up's transactions reach pg_stat_database only once its backends flush (idle ones after 10 s).
     await settle();
+    await untilAutovacuumIdle(admin);
     await admin.query("SELECT pg_stat_statements_reset()");
     const rest = await probe.snapshot();
     const restStarted = performance.now();
@@ -135,6 +137,32 @@ export async function measureRow(url: string, side: LoadSide, idleMs: number): P
     if (!stopped) await side.stop();
     await admin.end().catch(() => undefined);
     await probe.close();
+  }
+}
+
+/**
+ * Waits (up to a minute) until no autovacuum worker runs: one cleaning up after an earlier row (its tables dropped,
+ * or still being vacuumed) would count in this row's Postgres CPU.
+ */
+async function untilAutovacuumIdle(admin: pg.Client): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const { rows } = await admin.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'",
+    );
+    if ((rows[0]?.n ?? 0) === 0) return;
+    await sleep(SMOKE ? 10 : 500);
+  }
+}
+
+/** Drops a row's schema once its processes stopped, so that no later row shares the database with its tables. */
+export async function dropSchema(url: string, name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: url });
+  try {
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${admin.escapeIdentifier(name)} CASCADE`);
+  } finally {
+    await admin.end().catch(() => undefined);
   }
 }
 

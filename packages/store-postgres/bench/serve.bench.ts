@@ -24,7 +24,13 @@ import { startLocalPostgres } from "../src/testing/local-postgres.js";
 import { perUnit } from "./db-cost.js";
 import { graphileNode, nodeVersion } from "./graphile-node.js";
 import { connectDriver, driveBacklog, driveSerial, type LoadSpec } from "./serve-drive.js";
-import { asStatementCost, measureRow, type RowResult, type StatementCount } from "./serve-measure.js";
+import {
+  asStatementCost,
+  dropSchema,
+  measureRow,
+  type RowResult,
+  type StatementCount,
+} from "./serve-measure.js";
 import {
   type BenchChild,
   killAll,
@@ -137,19 +143,21 @@ async function gatewaysRow(
     }
   } finally {
     await stopGateways();
+    await dropSchema(url, name);
   }
 }
 
 /** graphile-worker (bench/graphile.mjs) on a fresh schema, in the same shape, measured the same way. */
 async function graphileRow(url: string, node: string, shape: Shape, localQueue: boolean): Promise<RowResult> {
   const { sessions, runs } = SIZE[shape];
+  const name = schema(`graphile_${shape}`);
   const child = await startChild(
     children,
     "graphile-worker",
     [node, join(here, "graphile.mjs")],
     {
       DATABASE_URL: url,
-      SCHEMA: schema(`graphile_${shape}`),
+      SCHEMA: name,
       SHAPE: shape,
       JOBS: String(runs),
       WARMUP: String(SIZE.warmup),
@@ -197,6 +205,7 @@ async function graphileRow(url: string, node: string, shape: Shape, localQueue: 
     );
   } finally {
     await stopChild(child);
+    await dropSchema(url, name);
   }
 }
 

@@ -46,18 +46,21 @@ export function sliceJson(json: string, maxBytes: number): string[] {
 export function encodePayloads(origin: string, first: number, messages: readonly string[]): string[] {
   const payloads: string[] = [];
   const overhead = bytes(JSON.stringify({ o: origin, b: [] }));
-  let batch: { n: number; j: string }[] = [];
+  // Each entry's JSON is made once: its size decides the batch, and the payload is the entries' texts joined, as
+  // JSON.stringify({ o: origin, b: batch } satisfies Payload) would write it.
+  const head = `{"o":${JSON.stringify(origin)},"b":[`;
+  let batch: string[] = [];
   let size = overhead;
   const flush = () => {
     if (batch.length === 0) return;
-    payloads.push(JSON.stringify({ o: origin, b: batch } satisfies Payload));
+    payloads.push(`${head}${batch.join(",")}]}`);
     batch = [];
     size = overhead;
   };
   messages.forEach((json, i) => {
     const n = first + i;
-    const entry = { n, j: json };
-    const entrySize = bytes(JSON.stringify(entry)) + 1;
+    const entry = JSON.stringify({ n, j: json });
+    const entrySize = bytes(entry) + 1;
     if (overhead + entrySize <= MAX_NOTIFY_BYTES) {
       if (size + entrySize > MAX_NOTIFY_BYTES) flush();
       batch.push(entry);
@@ -79,7 +82,10 @@ export function encodePayloads(origin: string, first: number, messages: readonly
 export function createReassembler(origin: string, deliver: (json: string) => void, logger: Logger) {
   // One message in parts per sender at a time: a sender's payloads arrive in order, never interleaved.
   const partial = new Map<string, { n: number; parts: string[]; count: number }>();
+  // How encodePayloads' payloads from this process begin: `{"o":<origin>,`. Its own come back too, and are not parsed.
+  const ownPrefix = `${JSON.stringify({ o: origin }).slice(0, -1)},`;
   return (text: string): void => {
+    if (text.startsWith(ownPrefix)) return;
     let payload: Payload;
     try {
       payload = JSON.parse(text) as Payload;

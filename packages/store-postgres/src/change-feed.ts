@@ -18,32 +18,44 @@ interface Payload {
  * change larger than the limit travels alone (keys are bounded, so that does not happen in practice).
  */
 export function batchChanges(origin: string, changes: readonly StoreChange[]): StoreChange[][] {
-  const batches: StoreChange[][] = [];
+  return packChanges(origin, changes).map((batch) => batch.changes);
+}
+
+/** The batches of `batchChanges`, each change with its JSON text (made once, for its size and its payload). */
+function packChanges(
+  origin: string,
+  changes: readonly StoreChange[],
+): { changes: StoreChange[]; texts: string[] }[] {
+  const batches: { changes: StoreChange[]; texts: string[] }[] = [];
   const overhead = Buffer.byteLength(JSON.stringify({ o: origin, c: [] }));
-  let batch: StoreChange[] = [];
+  let batch: { changes: StoreChange[]; texts: string[] } = { changes: [], texts: [] };
   let size = overhead;
   for (const change of changes) {
-    const bytes = Buffer.byteLength(JSON.stringify(change)) + 1;
-    if (batch.length > 0 && size + bytes > MAX_PAYLOAD_BYTES) {
+    const text = JSON.stringify(change);
+    const bytes = Buffer.byteLength(text) + 1;
+    if (batch.changes.length > 0 && size + bytes > MAX_PAYLOAD_BYTES) {
       batches.push(batch);
-      batch = [];
+      batch = { changes: [], texts: [] };
       size = overhead;
     }
-    batch.push(change);
+    batch.changes.push(change);
+    batch.texts.push(text);
     size += bytes;
   }
-  if (batch.length > 0) batches.push(batch);
+  if (batch.changes.length > 0) batches.push(batch);
   return batches;
 }
 
 /**
  * The statement that announces `changes` on `channel`, run after their transactions committed (in a transaction
- * of its own, which writes no WAL): one `pg_notify` per batch.
+ * of its own, which writes no WAL): one `pg_notify` per batch, its payload `JSON.stringify({ o: origin, c })`.
  */
 export function notifySql(channel: string, origin: string, changes: readonly StoreChange[]): string {
   if (changes.length === 0) return "";
-  const calls = batchChanges(origin, changes).map(
-    (c) => `pg_notify(${pg.escapeLiteral(channel)}, ${pg.escapeLiteral(JSON.stringify({ o: origin, c }))})`,
+  const head = `{"o":${JSON.stringify(origin)},"c":[`;
+  const calls = packChanges(origin, changes).map(
+    ({ texts }) =>
+      `pg_notify(${pg.escapeLiteral(channel)}, ${pg.escapeLiteral(`${head}${texts.join(",")}]}`)})`,
   );
   return `SELECT ${calls.join(", ")}`;
 }
