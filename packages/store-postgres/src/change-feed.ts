@@ -48,16 +48,19 @@ function packChanges(
 
 /**
  * The statement that announces `changes` on `channel`, run after their transactions committed (in a transaction
- * of its own, which writes no WAL): one `pg_notify` per batch, its payload `JSON.stringify({ o: origin, c })`.
+ * of its own, which writes no WAL): one `pg_notify` per batch, its payload `JSON.stringify({ o: origin, c })`, the
+ * channel and payloads as parameters (no escaping of kilobytes of text into the statement).
  */
-export function notifySql(channel: string, origin: string, changes: readonly StoreChange[]): string {
-  if (changes.length === 0) return "";
+export function notifySql(
+  channel: string,
+  origin: string,
+  changes: readonly StoreChange[],
+): { text: string; values: string[] } {
   const head = `{"o":${JSON.stringify(origin)},"c":[`;
-  const calls = packChanges(origin, changes).map(
-    ({ texts }) =>
-      `pg_notify(${pg.escapeLiteral(channel)}, ${pg.escapeLiteral(`${head}${texts.join(",")}]}`)})`,
-  );
-  return `SELECT ${calls.join(", ")}`;
+  const values = [channel];
+  for (const { texts } of packChanges(origin, changes)) values.push(`${head}${texts.join(",")}]}`);
+  const calls = values.slice(1).map((_, i) => `pg_notify($1, $${i + 2})`);
+  return { text: `SELECT ${calls.join(", ")}`, values };
 }
 
 export interface ChangeListener {

@@ -41,8 +41,8 @@ interface RootUnit extends Unit {
 export interface UnitsDeps {
   pool: pg.Pool;
   where: string;
-  /** The statement that announces committed `changes` to other processes (empty: nothing to announce). */
-  notifySql(changes: readonly StoreChange[]): string;
+  /** The statement that announces committed `changes` (never none) to other processes, and its parameters. */
+  notifySql(changes: readonly StoreChange[]): { text: string; values: string[] };
   /** A committed unit's announcement failed: the change stands, other processes learn of it by polling. */
   onNotifyError(error: unknown): void;
   /** Tells this process's watchers, after commit. */
@@ -99,7 +99,8 @@ export function createUnits(deps: UnitsDeps) {
         await new Promise((resolve) => setImmediate(resolve));
         const batch = unannounced;
         unannounced = [];
-        await deps.pool.query(deps.notifySql(batch)).catch((error: unknown) => deps.onNotifyError(error));
+        const { text, values } = deps.notifySql(batch);
+        await deps.pool.query(text, values).catch((error: unknown) => deps.onNotifyError(error));
       }
     })().finally(() => {
       announcing = undefined;
