@@ -7,7 +7,8 @@
  * - backlog: 4,000 runs sent at once over 200 sessions (20 queued in each), then all waited for; graphile-worker:
  *   4,000 jobs added at once over 200 named queues (one job at a time per queue), until all ran.
  * Per row: runs (jobs) per second and, per run, statements, transactions and Postgres CPU; and what the side costs
- * the database at rest, per second (see serve-measure.ts).
+ * the database at rest, per second (see serve-measure.ts). Each row has a schema of its own, dropped when the row
+ * ends, and is measured once no autovacuum worker runs: no row pays for cleaning up after an earlier one.
  *
  * `pnpm --filter @sessions/store-postgres bench` runs this, then the in-process bench (postgres.bench.ts).
  * `BENCH_SCALE=small`: a quick version. `BENCH_GATEWAYS=1` and `BENCH_ONLY=ours`: fewer rows (to profile one gateway:
