@@ -42,13 +42,18 @@ function counting(store: SessionStore) {
   return { store: counted, calls };
 }
 
-/** A runner that records the order runs executed in and whether two ever ran at once. */
-function orderedRunner() {
+/**
+ * A runner that records the order runs executed in and whether two ever ran at once. Its runs wait for `gate`: a
+ * test that opens it once every message is accepted has them all queued behind the first (without it, a run may
+ * end before the next message arrives, and the lane is rightly given back in between).
+ */
+function orderedRunner(gate: Promise<void> = Promise.resolve()) {
   const order: string[] = [];
   let running = 0;
   let overlapped = false;
   const runner: AgentRunner = {
     async run(request) {
+      await gate;
       running++;
       if (running > 1) overlapped = true;
       order.push(String(request.input.content));
@@ -60,23 +65,35 @@ function orderedRunner() {
   return { runner, order, overlapped: () => overlapped };
 }
 
-async function backlog(gateway: Gateway, count: number, prefix = "m") {
-  const accepted = [];
+/** A gate for `orderedRunner`, and what opens it. */
+function gate() {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/** `count` messages to session "s", each accepted before the next is sent; then `accepted()`; then every run's end. */
+async function backlog(gateway: Gateway, count: number, prefix = "m", accepted: () => void = () => {}) {
+  const runs = [];
   for (let i = 0; i < count; i++)
-    accepted.push(
+    runs.push(
       await gateway.agent({ sessionKey: "s", message: `${prefix}${i}`, idempotencyKey: `${prefix}${i}` }),
     );
-  return Promise.all(accepted.map(({ runId }) => gateway.agentWait({ runId, timeoutMs: 60_000 })));
+  accepted();
+  return Promise.all(runs.map(({ runId }) => gateway.agentWait({ runId, timeoutMs: 60_000 })));
 }
 
 describe("a gateway holding a session's lane with runs of the session queued behind", () => {
   it("runs them in order under one tenure of the lane: taken once, given back with the last run's end, each run started by the end before it", async () => {
     const { store, calls } = counting(createMemoryStore());
-    const { runner, order, overlapped } = orderedRunner();
+    const all = gate();
+    const { runner, order, overlapped } = orderedRunner(all.opened);
     const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
     gateways.push(gateway);
     await gateway.ready;
-    const ended = await backlog(gateway, 20);
+    const ended = await backlog(gateway, 20, "m", all.open);
     expect(ended.map((run) => run.status)).toEqual(Array(20).fill("ok"));
     expect(order).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`));
     expect(overlapped()).toBe(false);
@@ -88,12 +105,13 @@ describe("a gateway holding a session's lane with runs of the session queued beh
 
   it(`gives the lane back after ${TENURE_RUNS} runs in a row, so other gateways get their turn`, async () => {
     const { store, calls } = counting(createMemoryStore());
-    const { runner, order } = orderedRunner();
+    const all = gate();
+    const { runner, order } = orderedRunner(all.opened);
     const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
     gateways.push(gateway);
     await gateway.ready;
     const count = TENURE_RUNS + 6;
-    const ended = await backlog(gateway, count);
+    const ended = await backlog(gateway, count, "m", all.open);
     expect(ended.every((run) => run.status === "ok")).toBe(true);
     expect(order).toEqual(Array.from({ length: count }, (_, i) => `m${i}`));
     // The run after the cap takes the lane again and starts itself; the rest start with the end before them.
