@@ -17,6 +17,12 @@ type Payload =
 
 const bytes = (text: string) => Buffer.byteLength(text);
 
+/**
+ * How a payload `JSON.stringify({ o: origin, … })` begins (`{"o":<origin>,`): a listener knows its own process's
+ * payloads, which Postgres delivers back to it too, by these first bytes without parsing them.
+ */
+export const payloadPrefix = (origin: string) => `${JSON.stringify({ o: origin }).slice(0, -1)},`;
+
 /** Slices `json` so that each slice, JSON-quoted inside a payload, stays under the limit (never splits a pair). */
 export function sliceJson(json: string, maxBytes: number): string[] {
   const parts: string[] = [];
@@ -48,7 +54,7 @@ export function encodePayloads(origin: string, first: number, messages: readonly
   const overhead = bytes(JSON.stringify({ o: origin, b: [] }));
   // Each entry's JSON is made once: its size decides the batch, and the payload is the entries' texts joined, as
   // JSON.stringify({ o: origin, b: batch } satisfies Payload) would write it.
-  const head = `{"o":${JSON.stringify(origin)},"b":[`;
+  const head = `${payloadPrefix(origin)}"b":[`;
   let batch: string[] = [];
   let size = overhead;
   const flush = () => {
@@ -82,8 +88,7 @@ export function encodePayloads(origin: string, first: number, messages: readonly
 export function createReassembler(origin: string, deliver: (json: string) => void, logger: Logger) {
   // One message in parts per sender at a time: a sender's payloads arrive in order, never interleaved.
   const partial = new Map<string, { n: number; parts: string[]; count: number }>();
-  // How encodePayloads' payloads from this process begin: `{"o":<origin>,`. Its own come back too, and are not parsed.
-  const ownPrefix = `${JSON.stringify({ o: origin }).slice(0, -1)},`;
+  const ownPrefix = payloadPrefix(origin);
   return (text: string): void => {
     if (text.startsWith(ownPrefix)) return;
     let payload: Payload;

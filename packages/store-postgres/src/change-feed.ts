@@ -1,6 +1,7 @@
 import type { Logger } from "@sessions/core";
 import type { StoreChange } from "@sessions/gateway";
 import pg from "pg";
+import { payloadPrefix } from "./broadcast.js";
 
 /** NOTIFY payloads must stay under 8,000 bytes; changes are sent in batches below this. */
 export const MAX_PAYLOAD_BYTES = 7_000;
@@ -56,7 +57,7 @@ export function notifySql(
   origin: string,
   changes: readonly StoreChange[],
 ): { text: string; values: string[] } {
-  const head = `{"o":${JSON.stringify(origin)},"c":[`;
+  const head = `${payloadPrefix(origin)}"c":[`;
   const values = [channel];
   for (const { texts } of packChanges(origin, changes)) values.push(`${head}${texts.join(",")}]}`);
   const calls = values.slice(1).map((_, i) => `pg_notify($1, $${i + 2})`);
@@ -95,8 +96,7 @@ export function listenForChanges(options: {
   let delay = RECONNECT_MIN_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let connectedOnce = false;
-  // How notifySql's payloads from this origin begin: `{"o":<origin>,`.
-  const ownPrefix = `${JSON.stringify({ o: origin }).slice(0, -1)},`;
+  const ownPrefix = payloadPrefix(origin);
 
   const onNotification = (message: pg.Notification) => {
     if (message.payload === undefined) return;

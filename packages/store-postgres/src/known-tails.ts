@@ -99,8 +99,9 @@ export class KnownTails {
     }
     const kept = texts.slice(-PER_SESSION);
     const ahead = tail?.ahead;
-    this.set(key, { texts: kept, chars: charsOf(kept) + charsOf(ahead?.values() ?? []), last, ahead });
-    this.drain(this.tails.get(key) as Tail);
+    const filled: Tail = { texts: kept, chars: charsOf(kept) + charsOf(ahead?.values() ?? []), last, ahead };
+    this.set(key, filled);
+    this.drain(filled);
     this.trim(key);
   }
 
