@@ -316,6 +316,33 @@ CREATE INDEX messages_search ON ${s}.messages USING gin (search);
 CREATE INDEX entries_search ON ${s}.entries USING gin ((${SESSION_SEARCH_TEXT}));
 `;
 
+// The index of the runs under way, in place of one on every run's status (runs_status). A run is found by its id and
+// its status together (`run_id = $1 AND status IN ('queued', 'running')`, the fence of a run's end and of a lane's
+// next run). Once ANALYZE had seen no queued runs, Postgres judged `status = 'queued'` the more selective of the two,
+// and a plan cached that way read every queued run's index entry to find one: with a backlog of 4,000 runs, ten
+// million index entries for 4,000 run ends (pg_stat_user_indexes, serve bench). Indexed only while under way, a run
+// is reached by its id whichever index the planner takes, the index holds the few runs under way (a run that ends
+// leaves it), and the readers of runs by status, all of which ask for runs under way (recovery, runs.list,
+// interrupts, absorbing), read it in run id order.
+// The same family: a lease is found by its name, and the leases table is all but empty whenever few lanes are held,
+// so a vacuum then leaves it a page and statistics of a few rows; a plan made from those scans the whole table, and
+// kept, it scans it for every run's start and end while thousands of lanes are held (1,305 scans in one backlog row). run_start and run_end only ever look
+// rows up by key, so they plan without sequential scans (a migration that replaces one of them sets this again).
+const VERSION_9 = (s: string) => `
+DROP INDEX ${s}.runs_status;
+CREATE INDEX runs_active ON ${s}.runs (run_id) WHERE status IN ('queued', 'running');
+DO $do$
+DECLARE
+  f regprocedure;
+BEGIN
+  FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+      WHERE p.pronamespace = '${s}'::regnamespace AND p.proname IN ('run_start', 'run_end') LOOP
+    EXECUTE format('ALTER FUNCTION %s SET enable_seqscan = off', f);
+  END LOOP;
+END
+$do$;
+`;
+
 /** Every schema version in order. Append only: a released migration never changes. */
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -362,6 +389,12 @@ export const MIGRATIONS: readonly Migration[] = [
     description:
       "the functions run for every message and entry written (message_search_text, json_with) in PL/pgSQL, planned once per connection",
     up: VERSION_8,
+  },
+  {
+    version: 9,
+    description:
+      "the runs queued or running indexed apart (runs_active), and run_start and run_end planned without sequential scans, so finding one run or lease never walks a backlog",
+    up: VERSION_9,
   },
 ];
 
