@@ -114,7 +114,8 @@ async function gatewaysRow(
     };
     try {
       const { sessions, runs } = SIZE[shape];
-      await driveSerial(driver, {
+      // The warm-up takes the shape measured, as graphile-worker's does: every session created, its code paths warm.
+      await (shape === "serial" ? driveSerial : driveBacklog)(driver, {
         sessions,
         runs: Math.max(SIZE.warmup, sessions),
         sessionPrefix: "s",
@@ -300,7 +301,7 @@ say(
     "mode, a pool of 10 connections each, a runner that answers `ok` at once); a run is `chat.send` then `agent.wait` " +
     "on its run id over `@sessions/gateway-client` (4 WebSocket connections per gateway, in this process), sends " +
     "round-robin over the gateways' connections so each session's runs are spread over every gateway; every session " +
-    `is created by a warm-up of ${SIZE.warmup} runs first. graphile-worker 0.18: concurrency ${CONCURRENCY}, ` +
+    `is created by a warm-up of ${SIZE.warmup} runs in the shape measured first. graphile-worker 0.18: concurrency ${CONCURRENCY}, ` +
     `completeJobBatchDelay 0, poll ${POLL_MS} ms, LISTEN/NOTIFY, a no-op task, each \`addJob()\` its own call, ` +
     `${SIZE.warmup} jobs to warm up; "localQueue" rows: localQueue size ${LOCAL_QUEUE}.`,
 );
