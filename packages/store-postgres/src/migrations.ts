@@ -326,8 +326,9 @@ CREATE INDEX entries_search ON ${s}.entries USING gin ((${SESSION_SEARCH_TEXT}))
 // interrupts, absorbing), read it in run id order.
 // The same family: a lease is found by its name, and the leases table is all but empty whenever few lanes are held,
 // so a vacuum then leaves it a page and statistics of a few rows; a plan made from those scans the whole table, and
-// kept, it scans it for every run's start and end while thousands of lanes are held (1,305 scans in one backlog row). run_start and run_end only ever look
-// rows up by key, so they plan without sequential scans (a migration that replaces one of them sets this again).
+// kept, it scans it for every run's start and end while thousands of lanes are held (1,305 sequential scans of the
+// leases in one backlog row). run_start and run_end only ever look rows up by key, so they plan without sequential
+// scans (a migration that replaces one of them sets this again).
 const VERSION_9 = (s: string) => `
 DROP INDEX ${s}.runs_status;
 CREATE INDEX runs_active ON ${s}.runs (run_id) WHERE status IN ('queued', 'running');
