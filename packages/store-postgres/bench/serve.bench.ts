@@ -46,20 +46,25 @@ import { printStatementCost } from "./statements.js";
 const here = dirname(fileURLToPath(import.meta.url));
 const small = process.env.BENCH_SCALE === "small";
 type Shape = "serial" | "backlog";
-// idleMs: the side watched at rest; long enough to see lease renewals (every 5 s: a third of the default 15 s lease).
+// warmup: runs (jobs) of the shape measured, before it, for both sides: the processes' code compiled and their heaps
+// grown to the load (a 4,000-run backlog arriving at once; the first cost a gateway half as much CPU again as the next,
+// seen in rounds of one loop). idleMs: the side watched at rest; long enough to see lease renewals (every 5 s: a third
+// of the default 15 s lease).
 const SIZE = SMOKE
-  ? { serial: { sessions: 20, runs: 300 }, backlog: { sessions: 20, runs: 200 }, warmup: 40, idleMs: 500 }
+  ? {
+      serial: { sessions: 20, runs: 300, warmup: 40 },
+      backlog: { sessions: 20, runs: 200, warmup: 40 },
+      idleMs: 500,
+    }
   : small
     ? {
-        serial: { sessions: 500, runs: 2_000 },
-        backlog: { sessions: 100, runs: 2_000 },
-        warmup: 500,
+        serial: { sessions: 500, runs: 2_000, warmup: 1_000 },
+        backlog: { sessions: 100, runs: 2_000, warmup: 2_000 },
         idleMs: 5_000,
       }
     : {
-        serial: { sessions: 500, runs: 10_000 },
-        backlog: { sessions: 200, runs: 4_000 },
-        warmup: 500,
+        serial: { sessions: 500, runs: 10_000, warmup: 2_000 },
+        backlog: { sessions: 200, runs: 4_000, warmup: 4_000 },
         idleMs: 10_000,
       };
 /** `BENCH_GATEWAYS=1` (a comma list): the gateway rows to measure; `BENCH_ONLY=ours`: no graphile-worker rows. */
@@ -113,11 +118,11 @@ async function gatewaysRow(
       closed = true;
     };
     try {
-      const { sessions, runs } = SIZE[shape];
+      const { sessions, runs, warmup } = SIZE[shape];
       // The warm-up takes the shape measured, as graphile-worker's does: every session created, its code paths warm.
       await (shape === "serial" ? driveSerial : driveBacklog)(driver, {
         sessions,
-        runs: Math.max(SIZE.warmup, sessions),
+        runs: Math.max(warmup, sessions),
         sessionPrefix: "s",
         keyPrefix: "w",
       });
@@ -151,7 +156,7 @@ async function gatewaysRow(
 
 /** graphile-worker (bench/graphile.mjs) on a fresh schema, in the same shape, measured the same way. */
 async function graphileRow(url: string, node: string, shape: Shape, localQueue: boolean): Promise<RowResult> {
-  const { sessions, runs } = SIZE[shape];
+  const { sessions, runs, warmup } = SIZE[shape];
   const name = schema(`graphile_${shape}`);
   const child = await startChild(
     children,
@@ -162,7 +167,7 @@ async function graphileRow(url: string, node: string, shape: Shape, localQueue: 
       SCHEMA: name,
       SHAPE: shape,
       JOBS: String(runs),
-      WARMUP: String(SIZE.warmup),
+      WARMUP: String(warmup),
       IN_FLIGHT: String(sessions),
       QUEUES: String(sessions),
       CONCURRENCY: String(CONCURRENCY),
@@ -301,9 +306,10 @@ say(
     "mode, a pool of 10 connections each, a runner that answers `ok` at once); a run is `chat.send` then `agent.wait` " +
     "on its run id over `@sessions/gateway-client` (4 WebSocket connections per gateway, in this process), sends " +
     "round-robin over the gateways' connections so each session's runs are spread over every gateway; every session " +
-    `is created by a warm-up of ${SIZE.warmup} runs in the shape measured first. graphile-worker 0.18: concurrency ${CONCURRENCY}, ` +
+    `is created by a warm-up in the shape measured first (${SIZE.serial.warmup.toLocaleString("en")} runs serial, ` +
+    `${SIZE.backlog.warmup.toLocaleString("en")} backlog). graphile-worker 0.18: concurrency ${CONCURRENCY}, ` +
     `completeJobBatchDelay 0, poll ${POLL_MS} ms, LISTEN/NOTIFY, a no-op task, each \`addJob()\` its own call, ` +
-    `${SIZE.warmup} jobs to warm up; "localQueue" rows: localQueue size ${LOCAL_QUEUE}.`,
+    `as many jobs in the same shape to warm up; "localQueue" rows: localQueue size ${LOCAL_QUEUE}.`,
 );
 say(
   "\nPer run: statements are top-level pg_stat_statements calls, transactions pg_stat_database commits and " +
