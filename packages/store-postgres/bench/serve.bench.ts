@@ -6,6 +6,9 @@
  *   graphile-worker: 500 producers each adding a job and waiting for its task before adding the next.
  * - backlog: 4,000 runs sent at once over 200 sessions (20 queued in each), then all waited for; graphile-worker:
  *   4,000 jobs added at once over 200 named queues (one job at a time per queue), until all ran.
+ * graphile-worker with its local queue and one gateway are measured in turns, three rounds each (`BENCH_ROUNDS`), and
+ * their rows are each one's median round (every round's runs/s in brackets): the VM's speed drifts too much between
+ * minutes for one row each to compare them.
  * Per row: runs (jobs) per second and, per run, statements, transactions and Postgres CPU; and what the side costs
  * the database at rest, per second (see serve-measure.ts). Each row has a schema of its own, dropped when the row
  * ends, and is measured once no autovacuum worker runs: no row pays for cleaning up after an earlier one.
@@ -70,6 +73,8 @@ const SIZE = SMOKE
 /** `BENCH_GATEWAYS=1` (a comma list): the gateway rows to measure; `BENCH_ONLY=ours`: no graphile-worker rows. */
 const GATEWAY_COUNTS = (process.env.BENCH_GATEWAYS ?? "1,2,3").split(",").map(Number);
 const ONLY_OURS = process.env.BENCH_ONLY === "ours";
+/** `BENCH_ROUNDS`: how many times graphile-worker with its local queue and one gateway are measured, in turns. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (SMOKE ? 1 : 3));
 /** graphile-worker's settings of the issue: 24 jobs at once, completions not delayed, a local queue of 500. */
 const CONCURRENCY = 24;
 const LOCAL_QUEUE = 500;
@@ -93,6 +98,17 @@ interface Row {
   serverErrors: string[];
   /** What the row's processes logged (serve: warnings and errors). */
   logged: { count: number; line: string }[];
+  /** Measured in rounds: each round's runs (jobs) per second; the row is the median round. */
+  rounds?: number[] | undefined;
+}
+
+/** The round with the median throughput (its other figures with it), knowing every round's; a failed one first. */
+function medianRound(rounds: readonly Row[]): Row {
+  const failed = rounds.find((row) => "error" in row.result);
+  if (failed !== undefined || rounds.length === 1) return failed ?? (rounds[0] as Row);
+  const rate = (row: Row) => perSecond(row.result as RowResult);
+  const sorted = [...rounds].sort((a, b) => rate(a) - rate(b));
+  return { ...(sorted[Math.floor((sorted.length - 1) / 2)] as Row), rounds: sorted.map(rate) };
 }
 
 /** `n` gateways on a fresh schema, warmed up (every session created), then measured. */
@@ -238,7 +254,7 @@ function printTable(rows: Row[]): void {
     const r = row.result;
     const background = (r.idle.statements * r.ms) / 1000;
     say(
-      `| ${row.label} | ${perSecond(r).toFixed(0)} | ${best === undefined ? "—" : (perSecond(r) / best).toFixed(2)} | ` +
+      `| ${row.label} | ${perSecond(r).toFixed(0)}${row.rounds === undefined ? "" : ` (${row.rounds.map((rate) => rate.toFixed(0)).join(", ")})`} | ${best === undefined ? "—" : (perSecond(r) / best).toFixed(2)} | ` +
         `${perUnit(r.db.statements, r.units)} | ${perUnit(r.db.statements - background, r.units)} | ` +
         `${perUnit(r.db.transactions, r.units)} | ${perUnit(r.db.cpuMs, r.units, 3)} | ` +
         `${perUnit(r.processCpuMs, r.units, 3)} | ${row.ours ? perUnit(r.clientCpuMs, r.units, 3) : "—"} | ` +
@@ -309,7 +325,9 @@ say(
     `is created by a warm-up in the shape measured first (${SIZE.serial.warmup.toLocaleString("en")} runs serial, ` +
     `${SIZE.backlog.warmup.toLocaleString("en")} backlog). graphile-worker 0.18: concurrency ${CONCURRENCY}, ` +
     `completeJobBatchDelay 0, poll ${POLL_MS} ms, LISTEN/NOTIFY, a no-op task, each \`addJob()\` its own call, ` +
-    `as many jobs in the same shape to warm up; "localQueue" rows: localQueue size ${LOCAL_QUEUE}.`,
+    `as many jobs in the same shape to warm up; "localQueue" rows: localQueue size ${LOCAL_QUEUE}. ` +
+    `graphile-worker with localQueue and one gateway are measured in turns, ${ROUNDS} round${ROUNDS > 1 ? "s" : ""} each: ` +
+    "their rows are each one's median round, every round's runs/s in brackets.",
 );
 say(
   "\nPer run: statements are top-level pg_stat_statements calls, transactions pg_stat_database commits and " +
@@ -345,8 +363,7 @@ try {
         ? `\n## serial: ${sessions} sessions, one run in flight in each, ${runs.toLocaleString("en")} runs (jobs: ${sessions} producers, one job each in flight)`
         : `\n## backlog: ${runs.toLocaleString("en")} runs sent at once over ${sessions} sessions (${runs / sessions} each), then all waited for (jobs: over ${sessions} named queues)`,
     );
-    const rows: Row[] = [];
-    for (const localQueue of ONLY_OURS ? [] : [false, true]) {
+    const graphile = async (localQueue: boolean): Promise<Row> => {
       const label = localQueue ? `graphile-worker, localQueue ${LOCAL_QUEUE}` : "graphile-worker";
       const from = serverLog.length;
       const first = started.length;
@@ -358,18 +375,28 @@ try {
         result = { error: error instanceof Error ? error.message : String(error) };
       }
       const logged = logSummary(started.slice(first));
-      rows.push({ label, ours: false, result, serverErrors: errorsSince(from), logged });
-    }
-    let oneGateway: RowResult | undefined;
-    for (const n of GATEWAY_COUNTS) {
+      return { label, ours: false, result, serverErrors: errorsSince(from), logged };
+    };
+    const ours = async (n: number): Promise<Row> => {
       const from = serverLog.length;
       const first = started.length;
       const { result, retries } = await gatewaysRow(url, shape, n);
-      if (n === 1) oneGateway = result;
       const label = `ours, ${n} gateway${n > 1 ? "s" : ""}`;
       const logged = logSummary(started.slice(first));
-      rows.push({ label, ours: true, result, retries, serverErrors: errorsSince(from), logged });
+      return { label, ours: true, result, retries, serverErrors: errorsSince(from), logged };
+    };
+    // The head-to-head rows (graphile-worker with its local queue, one gateway) in turns, ROUNDS times each: this
+    // VM's speed drifts by half from one minute to the next, and rows measured in turn drift together.
+    const turns: { graphile: Row[]; ours: Row[] } = { graphile: [], ours: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      if (!ONLY_OURS) turns.graphile.push(await graphile(true));
+      if (GATEWAY_COUNTS.includes(1)) turns.ours.push(await ours(1));
     }
+    const rows: Row[] = [];
+    if (!ONLY_OURS) rows.push(await graphile(false), medianRound(turns.graphile));
+    for (const n of GATEWAY_COUNTS) rows.push(n === 1 ? medianRound(turns.ours) : await ours(n));
+    const one = rows.find((row) => row.label === "ours, 1 gateway")?.result;
+    const oneGateway = one === undefined || "error" in one ? undefined : one;
     printTable(rows);
     for (const row of rows) {
       const errors = new Map<string, number>();
