@@ -11,14 +11,14 @@ import { freshSchema, storeOpener } from "./testing/helpers.js";
  */
 const url = inject("postgresUrl");
 const stores = storeOpener(url);
-const schema = freshSchema("run_fence_plan");
+const schema = freshSchema("key_plans");
 const DONE = 3_000;
 const QUEUED = 2_000;
+const LEASES = 2_000;
 /** The index's path and the run's heap page, a few times over for dead versions: far below a backlog's pages. */
 const BUFFERS = 12;
 
 /** The shapes run_end's statements find a run with (migrations.ts, migrations-lanes.ts). */
-const LEASES = 2_000;
 const FENCES = [
   `SELECT 1 FROM "${schema}".runs r WHERE r.run_id = $1 AND r.status IN ('queued', 'running')
      AND r.owner IS NOT DISTINCT FROM $2`,
