@@ -253,8 +253,10 @@ function printTable(rows: Row[]): void {
     }
     const r = row.result;
     const background = (r.idle.statements * r.ms) / 1000;
+    const rounds =
+      row.rounds === undefined ? "" : ` (${row.rounds.map((rate) => rate.toFixed(0)).join(", ")})`;
     say(
-      `| ${row.label} | ${perSecond(r).toFixed(0)}${row.rounds === undefined ? "" : ` (${row.rounds.map((rate) => rate.toFixed(0)).join(", ")})`} | ${best === undefined ? "—" : (perSecond(r) / best).toFixed(2)} | ` +
+      `| ${row.label} | ${perSecond(r).toFixed(0)}${rounds} | ${best === undefined ? "—" : (perSecond(r) / best).toFixed(2)} | ` +
         `${perUnit(r.db.statements, r.units)} | ${perUnit(r.db.statements - background, r.units)} | ` +
         `${perUnit(r.db.transactions, r.units)} | ${perUnit(r.db.cpuMs, r.units, 3)} | ` +
         `${perUnit(r.processCpuMs, r.units, 3)} | ${row.ours ? perUnit(r.clientCpuMs, r.units, 3) : "—"} | ` +
@@ -394,9 +396,9 @@ try {
     }
     const rows: Row[] = [];
     if (!ONLY_OURS) rows.push(await graphile(false), medianRound(turns.graphile));
-    for (const n of GATEWAY_COUNTS) rows.push(n === 1 ? medianRound(turns.ours) : await ours(n));
-    const one = rows.find((row) => row.label === "ours, 1 gateway")?.result;
-    const oneGateway = one === undefined || "error" in one ? undefined : one;
+    const one = turns.ours.length === 0 ? undefined : medianRound(turns.ours);
+    for (const n of GATEWAY_COUNTS) rows.push(n === 1 && one !== undefined ? one : await ours(n));
+    const oneGateway = one === undefined || "error" in one.result ? undefined : one.result;
     printTable(rows);
     for (const row of rows) {
       const errors = new Map<string, number>();
