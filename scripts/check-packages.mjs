@@ -3,10 +3,11 @@
 // pack → publint + attw on the tarball → npm install the tarballs into an empty project →
 // `import` and `require` both load → the types resolve (`tsc --noEmit`) → the browser-safe packages bundle for a
 // browser and run without Node globals. Run after `pnpm build`.
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { runInNewContext } from "node:vm";
 import { build } from "esbuild";
 import { pack, publicPackages, root } from "./lib/packages.mjs";
@@ -14,6 +15,7 @@ import { pack, publicPackages, root } from "./lib/packages.mjs";
 const bin = (name) => join(root, "node_modules", ".bin", name);
 const run = (cmd, args, cwd) =>
   execFileSync(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
+const runAsync = promisify(execFile);
 
 // Per package: a call that must work from each module system, and whether it must run in a browser.
 const smoke = {
@@ -88,32 +90,136 @@ const packages = publicPackages();
 const work = mkdtempSync(join(tmpdir(), "sessions-pack-"));
 const failures = [];
 let current = "";
+/** Prints and records one check's outcome: `error` undefined when it held. */
+const report = (label, error) => {
+  if (error === undefined) {
+    console.log(`  ok   ${label}`);
+    return;
+  }
+  const out = [error.stdout, error.stderr, error.message].filter(Boolean).join("\n");
+  console.log(`  FAIL ${label}\n${out.replace(/^/gm, "       ")}`);
+  failures.push(current === "" ? label : `${current}: ${label}`);
+};
 const step = (label, fn) => {
   try {
     fn();
-    console.log(`  ok   ${label}`);
+    report(label);
   } catch (error) {
-    const out = [error.stdout, error.stderr, error.message].filter(Boolean).join("\n");
-    console.log(`  FAIL ${label}\n${out.replace(/^/gm, "       ")}`);
-    failures.push(current === "" ? label : `${current}: ${label}`);
+    report(label, error);
   }
 };
+/** Runs `fn` over `items` with at most the machine's parallelism at once; the results in the order of `items`. */
+async function pool(items, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(availableParallelism(), items.length) }, worker));
+  return results;
+}
+/** `undefined` when the command exits 0, else the error (its stdout and stderr on it). */
+const outcome = (cmd, args) =>
+  runAsync(cmd, args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }).then(
+    () => undefined,
+    (error) => error,
+  );
+
+/**
+ * One `tsc --noEmit` over every package's consumer files (`<slug>.ts` imports it as ESM, `<slug>.cts` as CJS): one
+ * program shares the work of checking the dependencies' declarations (skipLibCheck off) that a program per package
+ * repeated. An error is charged to the package whose consumer file or installed declarations it names; an error
+ * that names none fails every package of the program. Resolves with the error lines of each package that has some.
+ */
+async function typeCheck(consumer, group, { browser }) {
+  if (group.length === 0) return new Map();
+  const slug = (name) => name.replace("@sessions/", "");
+  const files = [];
+  for (const name of group) {
+    const check = smoke[name] ?? { types: "export type T = typeof m;" };
+    writeFileSync(join(consumer, `${slug(name)}.ts`), `import * as m from "${name}";\n${check.types}\n`);
+    writeFileSync(join(consumer, `${slug(name)}.cts`), `import m = require("${name}");\n${check.types}\n`);
+    files.push(`${slug(name)}.ts`, `${slug(name)}.cts`);
+  }
+  const project = browser ? "tsconfig.browser.json" : "tsconfig.node.json";
+  writeFileSync(
+    join(consumer, project),
+    JSON.stringify({
+      compilerOptions: {
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        strict: true,
+        noEmit: true,
+        // The browser-safe packages must type-check without Node's globals.
+        types: browser ? [] : ["node"],
+        skipLibCheck: false,
+      },
+      files,
+    }),
+  );
+  const error = await runAsync(bin("tsc"), ["-p", project, "--pretty", "false"], {
+    cwd: consumer,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  }).then(
+    () => undefined,
+    (e) => e,
+  );
+  const errors = new Map();
+  if (error === undefined) return errors;
+  const lines = String(error.stdout ?? "")
+    .split("\n")
+    .filter((l) => l.trim() !== "");
+  // Any package may own an error: a dependency's declarations fail in the program of its dependants too.
+  const owner = (line) =>
+    packages.find(
+      ({ manifest: { name } }) =>
+        line.startsWith(`${slug(name)}.ts(`) ||
+        line.startsWith(`${slug(name)}.cts(`) ||
+        line.includes(`node_modules/${name}/`),
+    )?.manifest.name;
+  const unowned = lines.filter((l) => /error TS/.test(l) && owner(l) === undefined);
+  for (const line of lines) {
+    const name = owner(line);
+    if (name !== undefined) errors.set(name, [...(errors.get(name) ?? []), line]);
+  }
+  if (unowned.length > 0 || errors.size === 0) {
+    const all = unowned.length > 0 ? unowned : [String(error.message)];
+    for (const name of group) errors.set(name, [...(errors.get(name) ?? []), ...all]);
+  }
+  return errors;
+}
 
 try {
-  const tarballs = [];
+  const packed = [];
   for (const { dir, manifest } of packages) {
     current = manifest.name;
-    console.log(`${manifest.name}`);
     let tarball;
-    step("pack (prepack guard: dist present and newer than src)", () => {
+    let packError;
+    try {
       tarball = pack(dir, work);
-    });
-    if (tarball === undefined) continue;
-    tarballs.push({ name: manifest.name, tarball });
-    step("publint (tarball)", () => run(bin("publint"), ["run", tarball, "--strict"], root));
-    step("attw (tarball)", () =>
-      run(bin("attw"), [tarball, "--profile", "node16", "--format", "table-flipped"], root),
-    );
+    } catch (error) {
+      packError = error;
+    }
+    packed.push({ name: manifest.name, tarball, packError });
+  }
+  const tarballs = packed.filter((p) => p.tarball !== undefined);
+  // publint and attw read only the tarball: they run side by side.
+  const linted = await pool(tarballs, async ({ tarball }) => ({
+    publint: await outcome(bin("publint"), ["run", tarball, "--strict"]),
+    attw: await outcome(bin("attw"), [tarball, "--profile", "node16", "--format", "table-flipped"]),
+  }));
+  for (const { name, packError } of packed) {
+    current = name;
+    console.log(name);
+    report("pack (prepack guard: dist present and newer than src)", packError);
+    const i = tarballs.findIndex((t) => t.name === name);
+    if (i === -1) continue;
+    report("publint (tarball)", linted[i].publint);
+    report("attw (tarball)", linted[i].attw);
   }
 
   const consumer = join(work, "consumer");
@@ -144,8 +250,18 @@ try {
   );
 
   // Without the install (a package that did not pack, say), every check below would fail the same way: stop here.
-  for (const { name } of failures.length === before ? tarballs : []) {
-    const check = smoke[name] ?? { expr: "Object.keys(m).length > 0", types: "export type T = typeof m;" };
+  const installed = failures.length === before ? tarballs.map((t) => t.name) : [];
+  const isBrowser = (name) => smoke[name]?.browser === true;
+  const typeErrors = await Promise.all([
+    typeCheck(
+      consumer,
+      installed.filter((n) => !isBrowser(n)),
+      { browser: false },
+    ),
+    typeCheck(consumer, installed.filter(isBrowser), { browser: true }),
+  ]);
+  for (const name of installed) {
+    const check = smoke[name] ?? { expr: "Object.keys(m).length > 0" };
     current = name;
     console.log(`${name} as a dependency`);
     writeFileSync(
@@ -158,27 +274,11 @@ try {
     );
     step("import", () => run(process.execPath, ["esm.mjs"], consumer));
     step("require", () => run(process.execPath, ["cjs.cjs"], consumer));
-
-    writeFileSync(join(consumer, "consumer.ts"), `import * as m from "${name}";\n${check.types}\n`);
-    writeFileSync(join(consumer, "consumer.cts"), `import m = require("${name}");\n${check.types}\n`);
-    writeFileSync(
-      join(consumer, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          module: "nodenext",
-          moduleResolution: "nodenext",
-          strict: true,
-          noEmit: true,
-          types: check.browser ? [] : ["node"],
-          skipLibCheck: false,
-        },
-        files: ["consumer.ts", "consumer.cts"],
-      }),
+    const errors = [...new Set(typeErrors.flatMap((program) => program.get(name) ?? []))];
+    report(
+      "types resolve (tsc --noEmit, nodenext, ESM + CJS)",
+      errors.length > 0 ? { message: errors.join("\n") } : undefined,
     );
-    step("types resolve (tsc --noEmit, nodenext, ESM + CJS)", () =>
-      run(bin("tsc"), ["-p", "tsconfig.json"], consumer),
-    );
-
     if (check.browser) {
       writeFileSync(
         join(consumer, "browser.mjs"),
