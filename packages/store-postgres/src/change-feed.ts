@@ -72,6 +72,8 @@ export interface ChangeListener {
    * nothing run, while it is disconnected.
    */
   send(text: string, values: readonly unknown[]): Promise<boolean>;
+  /** The backend pid of the LISTEN connection while connected. */
+  pid(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -170,6 +172,7 @@ export function listenForChanges(options: {
       await current.query(text, [...values]);
       return true;
     },
+    pid: () => (client as { processID?: number | null } | undefined)?.processID ?? undefined,
     async close() {
       closed = true;
       if (timer !== undefined) clearTimeout(timer);

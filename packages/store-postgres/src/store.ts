@@ -11,6 +11,7 @@ import { KnownTails } from "./known-tails.js";
 import { createLeaseOperations } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { ATOMIC_OPS, createOperations, type Operations } from "./operations.js";
+import { createPresence } from "./presence.js";
 import { createRunUnits, type Done, type UnitCalls } from "./run-units.js";
 import { createUnits, type Db, type Unit } from "./units.js";
 
@@ -136,6 +137,17 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   // Nor one that dies while checked out between two statements (the server restarting mid-unit): its next query
   // fails, and the pool discards it when it is released.
   pool.on("connect", (client) => client.on("error", () => undefined));
+  // This store's own backends, told apart from other gateways' in pg_stat_activity (see presence.ts).
+  const ownPids = new Set<number>();
+  const pidOf = (client: unknown) => (client as { processID?: number | null }).processID ?? undefined;
+  pool.on("connect", (client) => {
+    const pid = pidOf(client);
+    if (pid !== undefined) ownPids.add(pid);
+  });
+  pool.on("remove", (client) => {
+    const pid = pidOf(client);
+    if (pid !== undefined) ownPids.delete(pid);
+  });
 
   const s = `"${schema}"`;
   const channel = `${schema}_changes`;
@@ -183,19 +195,57 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       }
     }
   };
+  const tellSubscribers = (message: unknown) => {
+    for (const listener of subscribers) {
+      try {
+        listener(message);
+      } catch {
+        // A subscriber's bug is its own.
+      }
+    }
+  };
   const messagesChannel = `${schema}_events`;
+  const presence = createPresence({
+    origin,
+    now: () => performance.now(),
+    sayHello: async (payload) => {
+      await pool.query("SELECT pg_notify($1, $2)", [messagesChannel, payload]);
+    },
+    schemaBackends: async () => {
+      // A gateway's last statement names its schema (`"sessions".runs`, `"sessions".run_end(…)`) but for a moment.
+      const { rows } = await pool.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND strpos(query, $1) > 0`,
+        [`${s}.`],
+      );
+      return rows.map((row) => row.pid);
+    },
+    ownPids: () => {
+      const listening = feed.pid();
+      return listening === undefined ? ownPids : new Set([...ownPids, listening]);
+    },
+    logger,
+  });
+  const reassemble = createReassembler(origin, hear, logger);
   const feed = listenForChanges({
     config: session,
     channel,
     origin,
     onChanges: publish,
-    messages: { channel: messagesChannel, onPayload: createReassembler(origin, hear, logger) },
+    messages: {
+      channel: messagesChannel,
+      onPayload: (payload) => {
+        if (!presence.heard(payload)) reassemble(payload);
+      },
+    },
     logger,
   });
   const publisher = createPublisher({ origin, channel: messagesChannel, send: feed.send, logger });
   try {
     await feed.ready;
+    await presence.start();
   } catch (error) {
+    presence.stop();
     await feed.close();
     await pool.end().catch(() => undefined);
     throw toStoreError(error, where);
@@ -211,6 +261,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         error: String(error),
       }),
     publish,
+    othersListen: () => !presence.alone(),
   });
   const ops = createOperations(s, tails);
   const leases = createLeaseOperations(s);
@@ -372,6 +423,8 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
     publish(message) {
       if (closed) return;
+      // No other gateway shares the schema: this process's subscribers are all there is (and they get the object).
+      if (presence.alone()) return tellSubscribers(message);
       let json: string;
       try {
         json = JSON.stringify(message);
@@ -381,13 +434,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         });
       }
       // This process's own subscribers get the message as it is (read-only), the others its JSON.
-      for (const listener of subscribers) {
-        try {
-          listener(message);
-        } catch {
-          // A subscriber's bug is its own.
-        }
-      }
+      tellSubscribers(message);
       publisher.publish(json);
     },
     subscribe(listener) {
@@ -400,6 +447,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     async close() {
       if (closed) return;
       closed = true;
+      presence.stop();
       // What was published before closing still goes out (a gateway's last run events, on a graceful stop).
       await publisher.flushed();
       await units.announced();

@@ -47,6 +47,8 @@ export interface UnitsDeps {
   onNotifyError(error: unknown): void;
   /** Tells this process's watchers, after commit. */
   publish(changes: readonly StoreChange[]): void;
+  /** Whether another process may be listening: while none is, committed changes are not announced. */
+  othersListen(): boolean;
   /** The advisory lock key space of this store (its schema): locks never collide across schemas. */
   lockSpace: string;
 }
@@ -91,6 +93,7 @@ export function createUnits(deps: UnitsDeps) {
   function announce(changes: readonly StoreChange[]): void {
     if (changes.length === 0) return;
     deps.publish(changes);
+    if (!deps.othersListen()) return;
     unannounced.push(...changes);
     if (announcing !== undefined) return;
     announcing = (async () => {
