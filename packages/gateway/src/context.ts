@@ -117,6 +117,8 @@ export interface ClusterRuntime {
   laneLease(sessionKey: string): AcquireLease;
   /** Gives back a lane a run's start took for a run that was not created after all. */
   giveLane(sessionKey: string): Promise<void>;
+  /** Gives back the session's lane kept for a next run here when none is running, waiting or being recorded. */
+  giveKeptLane(sessionKey: string): void;
   /** Runs a short `task` holding the lease `name` across the cluster (one gateway at a time). */
   exclusive<T>(name: string, task: () => Promise<T>): Promise<T>;
   /**

@@ -5,6 +5,8 @@ export class Lanes {
   private readonly tails = new Map<string, Promise<void>>();
   /** Per key, the tasks running or waiting that are runs (`run`'s `isRun`). */
   private readonly runs = new Map<string, number>();
+  /** Per key, runs being recorded that will queue here once recorded (`expect`). */
+  private readonly expected = new Map<string, number>();
 
   /** `isRun`: the task is a run of the session (in a cluster it takes the session's lane first thing). */
   run<T>(key: string, task: () => Promise<T>, isRun = false): Promise<T> {
@@ -30,9 +32,25 @@ export class Lanes {
     return !this.tails.has(key);
   }
 
-  /** How many runs of `key` are running or waiting here (the one running included). */
+  /**
+   * A run of `key` is being recorded and will queue here: it counts in `runsOf` until the returned function is
+   * called (once it is queued, or was not created after all).
+   */
+  expect(key: string): () => void {
+    this.expected.set(key, (this.expected.get(key) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.expected.get(key) ?? 1) - 1;
+      if (left === 0) this.expected.delete(key);
+      else this.expected.set(key, left);
+    };
+  }
+
+  /** How many runs of `key` are running or waiting here (the one running included), or being recorded to. */
   runsOf(key: string): number {
-    return this.runs.get(key) ?? 0;
+    return (this.runs.get(key) ?? 0) + (this.expected.get(key) ?? 0);
   }
 
   get size(): number {

@@ -87,6 +87,10 @@ export function startCluster(
     lane: (sessionKey, task, taken) => lanes.run(sessionKey, task, taken),
     laneLease: (sessionKey) => lanes.lease(sessionKey),
     giveLane: (sessionKey) => lanes.give(sessionKey),
+    // On the session's local lane: a run accepted meanwhile queues behind it rather than take the lease with its start.
+    giveKeptLane: (sessionKey) => {
+      ctx.tasks.track(ctx.runs.lanes.run(sessionKey, () => lanes.giveKept(sessionKey)));
+    },
     exclusive: (name, task) => lanes.exclusive(name, task),
     lapsedBefore: () => contact.lapsedBefore(),
     contact,

@@ -137,3 +137,85 @@ describe("a gateway holding a session's lane with runs of the session queued beh
     );
   });
 });
+
+describe("a run of the session accepted while the run under way here ends", () => {
+  /**
+   * `counting(store)`, whose start of the run with message `held` waits until `release` is called (or fails with
+   * `fail`): the window in which the run under way ends while the next one is still being recorded.
+   */
+  function holdingStart(held: string) {
+    const { store, calls } = counting(createMemoryStore());
+    let open: (error?: Error) => void = () => {};
+    const gateOpen = new Promise<Error | undefined>((resolve) => {
+      open = resolve;
+    });
+    let entered = () => {};
+    const waiting = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const holding = new Proxy(store, {
+      get(target, key, receiver) {
+        // The memory store has no native start: answering `undefined` lets the gateway record it as usual.
+        if (key === "recordRunStart")
+          return async (unit: { input: { content: unknown } }) => {
+            if (unit.input.content !== held) return undefined;
+            entered();
+            const error = await gateOpen;
+            if (error !== undefined) throw error;
+            return undefined;
+          };
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    return {
+      store: holding as SessionStore,
+      calls,
+      waiting,
+      release: () => open(),
+      fail: (e: Error) => open(e),
+    };
+  }
+
+  it("takes the lane over from that end, without a lease round trip of its own", async () => {
+    const { store, calls, waiting, release } = holdingStart("m1");
+    const first = gate();
+    const { runner, order, overlapped } = orderedRunner(first.opened);
+    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
+    gateways.push(gateway);
+    await gateway.ready;
+    const m0 = await gateway.agent({ sessionKey: "s", message: "m0", idempotencyKey: "m0" });
+    const m1 = gateway.agent({ sessionKey: "s", message: "m1", idempotencyKey: "m1" });
+    await waiting;
+    first.open();
+    expect((await gateway.agentWait({ runId: m0.runId, timeoutMs: 60_000 })).status).toBe("ok");
+    release();
+    const ended = await gateway.agentWait({ runId: (await m1).runId, timeoutMs: 60_000 });
+    expect(ended.status).toBe("ok");
+    expect(order).toEqual(["m0", "m1"]);
+    expect(overlapped()).toBe(false);
+    // Taken once, by m0's start; m1 ran under the same tenure, which its end gave back.
+    expect(calls.filter((call) => call === "acquire")).toEqual(["acquire"]);
+    expect(calls.at(-1)).toBe("release");
+    expect(await store.getLease("lane:agent:main:s")).toBeUndefined();
+  });
+
+  it("gives the lane back when that run is not recorded after all", async () => {
+    const { store, calls, waiting, fail } = holdingStart("m1");
+    const first = gate();
+    const { runner } = orderedRunner(first.opened);
+    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
+    gateways.push(gateway);
+    await gateway.ready;
+    const m0 = await gateway.agent({ sessionKey: "s", message: "m0", idempotencyKey: "m0" });
+    const m1 = gateway.agent({ sessionKey: "s", message: "m1", idempotencyKey: "m1" });
+    await waiting;
+    first.open();
+    expect((await gateway.agentWait({ runId: m0.runId, timeoutMs: 60_000 })).status).toBe("ok");
+    // m0's end kept the lane for m1, whose start now fails.
+    expect(await store.getLease("lane:agent:main:s")).toBeDefined();
+    fail(new Error("the store refused the start"));
+    await expect(m1).rejects.toThrow("the store refused the start");
+    await expect.poll(() => store.getLease("lane:agent:main:s")).toBeUndefined();
+    expect(calls.filter((call) => call === "release")).toEqual(["release"]);
+  });
+});

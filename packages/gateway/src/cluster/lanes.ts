@@ -247,8 +247,10 @@ export function createClusterLanes(deps: {
           },
         });
       } finally {
-        // Kept only once the end that kept it is recorded: an end refused means the lane may be another's.
-        if (passed && !released && !held.signal.aborted) kept.set(name, { held, runs });
+        // Kept only once the end that kept it is recorded: an end refused means the lane may be another's. And only
+        // while a next run is still here: the one being recorded that it was kept for may have been declined since.
+        if (passed && !released && !held.signal.aborted && deps.runsHere(sessionKey) > 1)
+          kept.set(name, { held, runs });
         else {
           held.stop();
           if (!released) await store.releaseLease(name, owner).catch(() => false);
@@ -270,6 +272,15 @@ export function createClusterLanes(deps: {
         held.stop();
         await store.releaseLease(name, owner).catch(() => false);
       }
+    },
+    /** Gives back the session's kept lane if no run of it is here any more (the one it was kept for was not created). */
+    async giveKept(sessionKey: string): Promise<void> {
+      const name = laneLeaseName(sessionKey);
+      const left = kept.get(name);
+      if (left === undefined || deps.runsHere(sessionKey) > 0) return;
+      kept.delete(name);
+      left.held.stop();
+      await store.releaseLease(name, owner).catch(() => false);
     },
     /** Gives back the lanes kept for a next run that never came to take them (the gateway stopping). */
     async releaseKept(): Promise<void> {

@@ -24,6 +24,22 @@ export function startRun(ctx: GatewayContext, spec: RunSpec): Promise<{ run: Run
     return Promise.reject(new SessionsError("unavailable", "The gateway is closing", { retryAfterMs: 1000 }));
   const create = async () => {
     const slot = claimLane(ctx, spec);
+    // In a cluster, a run of the session under way here ends while this one is recorded: counted meanwhile, it has
+    // that end keep the session's lane for it (no lease round trip); given back if this run is not queued after all.
+    const expected =
+      slot === undefined && ctx.cluster !== undefined && !spec.subagentSlot
+        ? ctx.runs.lanes.expect(spec.sessionKey)
+        : undefined;
+    try {
+      return await createIn(slot);
+    } finally {
+      if (expected !== undefined) {
+        expected();
+        if (ctx.runs.lanes.runsOf(spec.sessionKey) === 0) ctx.cluster?.giveKeptLane(spec.sessionKey);
+      }
+    }
+  };
+  const createIn = async (slot: LaneSlot | undefined) => {
     let created: Awaited<ReturnType<typeof record>>;
     try {
       created = await record(ctx, spec, slot);
