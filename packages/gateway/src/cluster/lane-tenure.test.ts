@@ -176,18 +176,24 @@ describe("a run of the session accepted while the run under way here ends", () =
     };
   }
 
-  it("takes the lane over from that end, without a lease round trip of its own", async () => {
-    const { store, calls, waiting, release } = holdingStart("m1");
+  /** A gateway on `holdingStart("m1")`: m0 has run and ended while m1's start waits in the store. */
+  async function m0EndsWhileM1IsRecorded() {
+    const held = holdingStart("m1");
     const first = gate();
     const { runner, order, overlapped } = orderedRunner(first.opened);
-    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
+    const gateway = createGateway({ store: held.store, runner, cluster: { leaseTtlMs: 15_000 } });
     gateways.push(gateway);
     await gateway.ready;
     const m0 = await gateway.agent({ sessionKey: "s", message: "m0", idempotencyKey: "m0" });
     const m1 = gateway.agent({ sessionKey: "s", message: "m1", idempotencyKey: "m1" });
-    await waiting;
+    await held.waiting;
     first.open();
     expect((await gateway.agentWait({ runId: m0.runId, timeoutMs: 60_000 })).status).toBe("ok");
+    return { ...held, gateway, m1, order, overlapped };
+  }
+
+  it("takes the lane over from that end, without a lease round trip of its own", async () => {
+    const { gateway, store, calls, m1, release, order, overlapped } = await m0EndsWhileM1IsRecorded();
     release();
     const ended = await gateway.agentWait({ runId: (await m1).runId, timeoutMs: 60_000 });
     expect(ended.status).toBe("ok");
@@ -200,17 +206,7 @@ describe("a run of the session accepted while the run under way here ends", () =
   });
 
   it("gives the lane back when that run is not recorded after all", async () => {
-    const { store, calls, waiting, fail } = holdingStart("m1");
-    const first = gate();
-    const { runner } = orderedRunner(first.opened);
-    const gateway = createGateway({ store, runner, cluster: { leaseTtlMs: 15_000 } });
-    gateways.push(gateway);
-    await gateway.ready;
-    const m0 = await gateway.agent({ sessionKey: "s", message: "m0", idempotencyKey: "m0" });
-    const m1 = gateway.agent({ sessionKey: "s", message: "m1", idempotencyKey: "m1" });
-    await waiting;
-    first.open();
-    expect((await gateway.agentWait({ runId: m0.runId, timeoutMs: 60_000 })).status).toBe("ok");
+    const { store, calls, m1, fail } = await m0EndsWhileM1IsRecorded();
     // m0's end kept the lane for m1, whose start now fails.
     expect(await store.getLease("lane:agent:main:s")).toBeDefined();
     fail(new Error("the store refused the start"));
