@@ -1,5 +1,12 @@
 const RESOLVED = Promise.resolve();
 
+/** Adds `by` to `key`'s count in `counts`, dropping the key at zero. */
+function count(counts: Map<string, number>, key: string, by: 1 | -1): void {
+  const next = (counts.get(key) ?? 0) + by;
+  if (next <= 0) counts.delete(key);
+  else counts.set(key, next);
+}
+
 /** Runs tasks one at a time per key (a session's lane); tasks for other keys run concurrently. */
 export class Lanes {
   private readonly tails = new Map<string, Promise<void>>();
@@ -11,15 +18,11 @@ export class Lanes {
   /** `isRun`: the task is a run of the session (in a cluster it takes the session's lane first thing). */
   run<T>(key: string, task: () => Promise<T>, isRun = false): Promise<T> {
     const previous = this.tails.get(key) ?? RESOLVED;
-    if (isRun) this.runs.set(key, (this.runs.get(key) ?? 0) + 1);
+    if (isRun) count(this.runs, key, 1);
     const result = previous.then(task, task);
     // The lane is free again once this task has settled, unless another one queued behind it meanwhile.
     const settled = () => {
-      if (isRun) {
-        const left = (this.runs.get(key) ?? 1) - 1;
-        if (left === 0) this.runs.delete(key);
-        else this.runs.set(key, left);
-      }
+      if (isRun) count(this.runs, key, -1);
       if (this.tails.get(key) === tail) this.tails.delete(key);
     };
     const tail: Promise<void> = result.then(settled, settled);
@@ -37,14 +40,12 @@ export class Lanes {
    * called (once it is queued, or was not created after all).
    */
   expect(key: string): () => void {
-    this.expected.set(key, (this.expected.get(key) ?? 0) + 1);
+    count(this.expected, key, 1);
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      const left = (this.expected.get(key) ?? 1) - 1;
-      if (left === 0) this.expected.delete(key);
-      else this.expected.set(key, left);
+      count(this.expected, key, -1);
     };
   }
 

@@ -136,11 +136,11 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   pool.on("error", (error) => logger.warn("idle Postgres connection failed", { error: error.message }));
   // Nor one that dies while checked out between two statements (the server restarting mid-unit): its next query
   // fails, and the pool discards it when it is released.
-  pool.on("connect", (client) => client.on("error", () => undefined));
-  // This store's own backends, told apart from other gateways' in pg_stat_activity (see presence.ts).
+  // Each connection's backend pid is noted too: this store's own, told apart from other gateways' in pg_stat_activity.
   const ownPids = new Set<number>();
   const pidOf = (client: unknown) => (client as { processID?: number | null }).processID ?? undefined;
   pool.on("connect", (client) => {
+    client.on("error", () => undefined);
     const pid = pidOf(client);
     if (pid !== undefined) ownPids.add(pid);
   });
