@@ -1,7 +1,8 @@
 /**
  * Group commit: calls that arrive while the connections for them are busy go together, as one statement (one
  * transaction) for the batch, instead of one each. A call waits at most for one turn of the event loop when a
- * connection is free, so a lone call costs what it did alone.
+ * connection is free, so a lone call costs what it did alone. With no batch under way, the calls waiting go as two
+ * batches side by side, so that a wave of calls arriving together keeps two connections busy.
  *
  * A batch that fails as a whole (a deadlock with another batch, one unit's error) is done again one unit at a
  * time, so each caller gets its own unit's outcome.
@@ -51,7 +52,11 @@ export function createBatcher<I, O>(options: {
 
   function flush(): void {
     while (queue.length > 0 && running < options.concurrency) {
-      void runBatch(queue.splice(0, options.maxBatch));
+      // With no batch under way, what waits goes as two: the database works on one while the other's answers are
+      // handled here. A wave of calls that all arrived together (the ends of a backlog's runs, which come back
+      // together) would otherwise go, and come back, as one batch each time, every core but one idle meanwhile.
+      const size = running === 0 && options.concurrency > 1 ? Math.ceil(queue.length / 2) : queue.length;
+      void runBatch(queue.splice(0, Math.min(options.maxBatch, size)));
     }
   }
 
