@@ -67,6 +67,39 @@ describe("a gateway alone on its schema announces nothing, and one that joins is
     }
   });
 
+  it("counts only clients' backends: one of Postgres' own on its schema (as autovacuum's) is not a gateway", async () => {
+    const schema = freshSchema("presence_worker");
+    const a = await stores.open(schema);
+    const outsider = await listener(schema, { reading: false });
+    // A walsender (a logical replication connection) is a backend of its own type, as an autovacuum worker is, and
+    // can be made to name the schema at will: it stands in for autovacuum's `VACUUM "<schema>".runs`.
+    const walsender = new pg.Client({ connectionString: url, replication: "database" });
+    await walsender.connect();
+    try {
+      await commitUntil(a, outsider.heard, "silent", (wasHeard) => !wasHeard);
+      await walsender.query(`SELECT count(*) FROM "${schema}".entries`);
+      // Commits over two of the store's looks at pg_stat_activity (every 2 s): none announced.
+      const keys: string[] = [];
+      for (const until = Date.now() + 4_500; Date.now() < until; ) {
+        const key = `agent:main:beside-walsender-${keys.length}`;
+        keys.push(key);
+        await a.putEntry(entry(key, 1));
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      expect(outsider.heard.filter((payload) => keys.some((key) => payload.includes(key)))).toEqual([]);
+      // The same statement from a client's backend is a sign of another gateway.
+      const client = await listener(schema, { reading: true });
+      try {
+        await commitUntil(a, client.heard, "heard", (wasHeard) => wasHeard);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await walsender.end();
+      await outsider.close();
+    }
+  });
+
   it("announces again when another backend works on its schema (a gateway of a release without hellos)", async () => {
     const schema = freshSchema("presence_old");
     const a = await stores.open(schema);

@@ -15,9 +15,10 @@ const HELLO_END = ',"h":1}';
  * announcing (NOTIFY was a sixth of a lone gateway's CPU and a statement per batch of commits).
  *
  * Two signs of another gateway, each enough: a hello heard from it (every store says hello on opening and every
- * `HELLO_MS` after), or a backend in `pg_stat_activity` that is not one of this store's own and whose last statement
- * named the schema (how gateways of a release without hellos are seen during a rolling upgrade; a person's query on
- * the schema counts too, which only costs announcing). Gateways on other schemas of the database do not count.
+ * `HELLO_MS` after), or a client's backend in `pg_stat_activity` that is not one of this store's own and whose last
+ * statement named the schema (how gateways of a release without hellos are seen during a rolling upgrade; a person's
+ * query on the schema counts too, which only costs announcing; autovacuum's workers do not). Gateways on other
+ * schemas of the database do not count.
  * A store counts itself alone only once a look at `pg_stat_activity` sent after the last sign found no other, and
  * `PEER_TTL_MS` has passed since that sign (or since it opened): it starts out announcing, and a gateway that joins
  * is heard at once, by its hello, before its own store has finished opening.

@@ -213,9 +213,11 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
     schemaBackends: async () => {
       // A gateway's last statement names its schema (`"sessions".runs`, `"sessions".run_end(…)`) but for a moment.
+      // Only clients' backends: an autovacuum worker on the schema's tables names it too (`autovacuum: VACUUM …`).
       const { rows } = await pool.query<{ pid: number }>(
         `SELECT pid FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND strpos(query, $1) > 0`,
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+            AND strpos(query, $1) > 0`,
         [`${s}.`],
       );
       return rows.map((row) => row.pid);
