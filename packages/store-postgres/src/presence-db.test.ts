@@ -73,7 +73,9 @@ describe("a gateway alone on its schema announces nothing, and one that joins is
     const outsider = await listener(schema, { reading: false });
     // A walsender (a logical replication connection) is a backend of its own type, as an autovacuum worker is, and
     // can be made to name the schema at will: it stands in for autovacuum's `VACUUM "<schema>".runs`.
-    const walsender = new pg.Client({ connectionString: url, replication: "database" });
+    const walsenderUrl = new URL(url);
+    walsenderUrl.searchParams.set("replication", "database");
+    const walsender = new pg.Client({ connectionString: walsenderUrl.toString() });
     await walsender.connect();
     try {
       await commitUntil(a, outsider.heard, "silent", (wasHeard) => !wasHeard);
