@@ -181,6 +181,12 @@ export function createClusterLanes(deps: {
     };
   }
 
+  /** Stops renewing the lease `name` and gives it back (a failed release leaves it to lapse). */
+  async function giveUp(name: string, held: ReturnType<typeof hold>): Promise<void> {
+    held.stop();
+    await store.releaseLease(name, owner).catch(() => false);
+  }
+
   /** The session's lane lease as this gateway asks for it now (with a run's start). */
   function lease(sessionKey: string): AcquireLease {
     const asked: AcquireLease = {
@@ -269,8 +275,7 @@ export function createClusterLanes(deps: {
       try {
         return await task();
       } finally {
-        held.stop();
-        await store.releaseLease(name, owner).catch(() => false);
+        await giveUp(name, held);
       }
     },
     /** Gives back the session's kept lane if no run of it is here any more (the one it was kept for was not created). */
@@ -279,17 +284,13 @@ export function createClusterLanes(deps: {
       const left = kept.get(name);
       if (left === undefined || deps.runsHere(sessionKey) > 0) return;
       kept.delete(name);
-      left.held.stop();
-      await store.releaseLease(name, owner).catch(() => false);
+      await giveUp(name, left.held);
     },
     /** Gives back the lanes kept for a next run that never came to take them (the gateway stopping). */
     async releaseKept(): Promise<void> {
       const left = [...kept.entries()];
       kept.clear();
-      for (const [name, { held }] of left) {
-        held.stop();
-        await store.releaseLease(name, owner).catch(() => false);
-      }
+      for (const [name, { held }] of left) await giveUp(name, held);
     },
     /** A run of `sessionKey` ended somewhere: gateways waiting for its lane try again now. */
     wake(sessionKey: string): void {
