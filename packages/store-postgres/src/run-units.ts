@@ -245,18 +245,34 @@ function endResult(unit: RunEndUnit, row: EndRow | undefined): Done<RunEndResult
 const singleSql = (s: string, fn: string, params: number) =>
   `SELECT * FROM ${s}.${fn}(${Array.from({ length: params + 1 }, (_, i) => `$${i + 1}`).join(", ")})`;
 
-/** One statement for several units: the function called per row of the parameters given as arrays, in order. */
+/**
+ * One statement for several units: the function called per row of the parameters, in order. The rows go as one JSON
+ * parameter (an array of objects, `c0`… the parameters, `ord` the row's place), read by `json_to_recordset`:
+ * `JSON.stringify` escapes in one native pass what a text array per parameter (as the driver builds it) escaped
+ * twice per value in JavaScript, the largest part of what the gateway allocated under a backlog.
+ */
 const batchSql = (s: string, fn: string, types: readonly string[]) => {
   const columns = types.map((_, i) => `c${i}`);
-  return `SELECT r.* FROM unnest(${types.map((type, i) => `$${i + 2}::${type}[]`).join(", ")})
-      WITH ORDINALITY AS u(${columns.join(", ")}, ord)
-    CROSS JOIN LATERAL ${s}.${fn}($1, ${columns.map((column) => `u.${column}`).join(", ")}) r
+  // A jsonb parameter is a JSON text like the others: read as text, then cast (a jsonb column would take the string).
+  const read = (type: string) => (type === "jsonb" ? "text" : type);
+  return `SELECT r.* FROM json_to_recordset($2::json)
+      AS u(${types.map((type, i) => `${columns[i]} ${read(type)}`).join(", ")}, ord int)
+    CROSS JOIN LATERAL ${s}.${fn}($1, ${columns.map((column, i) => `u.${column}${types[i] === "jsonb" ? "::jsonb" : ""}`).join(", ")}) r
     ORDER BY u.ord`;
 };
 
-/** The parameters of several units as one array per parameter. */
-const transpose = (rows: unknown[][], width: number) =>
-  Array.from({ length: width }, (_, i) => rows.map((row) => row[i] ?? null));
+/** The parameters of several units as the JSON text `batchSql` reads. */
+const rowsJson = (rows: unknown[][]) =>
+  JSON.stringify(
+    rows.map((row, ord) => {
+      const object: Record<string, unknown> = { ord };
+      // JSON has no NaN or Infinity (they would go as null): as text, Postgres refuses them, as it does alone.
+      for (const [i, value] of row.entries())
+        object[`c${i}`] =
+          typeof value === "number" && !Number.isFinite(value) ? String(value) : (value ?? null);
+      return object;
+    }),
+  );
 
 /** A unit done by one Postgres function: alone (`one`), or several in one statement (`many`). */
 export interface UnitCalls<U, R> {
@@ -287,7 +303,7 @@ function unitCalls<U, Row extends pg.QueryResultRow, R>(
         .map((_, i) => i)
         .sort((a, b) => compare(sessionOf(units[a] as U), sessionOf(units[b] as U)) || a - b);
       const sorted = order.map((i) => units[i] as U);
-      const { rows } = await db.query<Row>(many, [lockSpace, ...transpose(sorted.map(params), types.length)]);
+      const { rows } = await db.query<Row>(many, [lockSpace, rowsJson(sorted.map(params))]);
       const done: Done<R>[] = new Array(units.length);
       order.forEach((unitIndex, row) => {
         done[unitIndex] = read(sorted[row] as U, rows[row]);
