@@ -1,5 +1,6 @@
 import { SessionsError } from "@sessions/core";
 import type pg from "pg";
+import { endTouchingOncePerSecond } from "./end-touch.js";
 import { VERSION_8 } from "./migrations-cached-plans.js";
 import { VERSION_5, VERSION_6 } from "./migrations-lanes.js";
 import { HAS_ROOT, ROOT_OF_RUN } from "./operations.js";
@@ -316,6 +317,19 @@ CREATE INDEX messages_search ON ${s}.messages USING gin (search);
 CREATE INDEX entries_search ON ${s}.entries USING gin ((${SESSION_SEARCH_TEXT}));
 `;
 
+/** Every run_start and run_end of the schema set to plan without sequential scans (migration 9; again after 10). */
+const planWithoutSeqScans = (s: string) => `DO $do$
+DECLARE
+  f regprocedure;
+BEGIN
+  FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+      WHERE p.pronamespace = '${s}'::regnamespace AND p.proname IN ('run_start', 'run_end') LOOP
+    EXECUTE format('ALTER FUNCTION %s SET enable_seqscan = off', f);
+  END LOOP;
+END
+$do$;
+`;
+
 // The index of the runs under way, in place of one on every run's status (runs_status). A run is found by its id and
 // its status together (`run_id = $1 AND status IN ('queued', 'running')`, the fence of a run's end and of a lane's
 // next run). Once ANALYZE had seen no queued runs, Postgres judged `status = 'queued'` the more selective of the two,
@@ -332,17 +346,7 @@ CREATE INDEX entries_search ON ${s}.entries USING gin ((${SESSION_SEARCH_TEXT}))
 const VERSION_9 = (s: string) => `
 DROP INDEX ${s}.runs_status;
 CREATE INDEX runs_active ON ${s}.runs (run_id) WHERE status IN ('queued', 'running');
-DO $do$
-DECLARE
-  f regprocedure;
-BEGIN
-  FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
-      WHERE p.pronamespace = '${s}'::regnamespace AND p.proname IN ('run_start', 'run_end') LOOP
-    EXECUTE format('ALTER FUNCTION %s SET enable_seqscan = off', f);
-  END LOOP;
-END
-$do$;
-`;
+${planWithoutSeqScans(s)}`;
 
 /** Every schema version in order. Append only: a released migration never changes. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -396,6 +400,12 @@ export const MIGRATIONS: readonly Migration[] = [
     description:
       "the runs queued or running indexed apart (runs_active), and run_start and run_end planned without sequential scans, so finding one run or lease never walks a backlog",
     up: VERSION_9,
+  },
+  {
+    version: 10,
+    description:
+      "a run's end moves its session's updated_at only when it is a second or more behind, and writes the entry only when it changes it (run_end)",
+    up: (s) => `${endTouchingOncePerSecond(VERSION_2(s), s)}\n${planWithoutSeqScans(s)}`,
   },
 ];
 

@@ -1,9 +1,10 @@
 /**
  * Migration 7: `run_start` as migration 2 wrote it, except that a start leaves its session's entry as it is when the
- * entry's `updated_at` is less than a second behind the start (`START_TOUCH_GRAIN_MS` of @sessions/gateway, which
+ * entry's `updated_at` is less than a second behind the start (`TOUCH_GRAIN_MS` of @sessions/gateway, which
  * the gateway's own unit of work applies too): the starts of a busy session (a backlog, a burst of messages) do not
- * each rewrite the entry and every index on it. The entry is still answered (`entry_data`); a run's end always sets
- * `updated_at`. Derived from migration 2's text, which never changes, so that the two stay one function.
+ * each rewrite the entry and every index on it. The entry is still answered (`entry_data`); a run's end does the
+ * same since migration 10 (end-touch.ts). Derived from migration 2's text, which never changes, so that the two stay
+ * one function.
  */
 export function startTouchingOncePerSecond(version2: string, s: string): string {
   const from = version2.indexOf(`CREATE FUNCTION ${s}.run_start(`);

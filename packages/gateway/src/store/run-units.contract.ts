@@ -228,7 +228,7 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
       });
       const reply = { role: "assistant" as const, content: `done${NUL}`, ts: 60, runId: "r1" };
       const delta: EntryRunDelta = {
-        updatedAt: 60,
+        updatedAt: 5_000,
         tokens: { inputTokens: 3, outputTokens: 4 },
         systemSent: true,
         abortedLastRun: false,
@@ -246,7 +246,7 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
         entry: delta,
         delivery: queued,
       });
-      const expected = entry(KEY, 60, {
+      const expected = entry(KEY, 5_000, {
         inputTokens: 8,
         outputTokens: 4,
         abortedLastRun: false,
@@ -269,6 +269,13 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
         { updatedAt: 71, abortedLastRun: true },
         { updatedAt: 72, abortedLastRun: false, systemSent: true, tokens: { totalTokens: 2 } },
         { updatedAt: 73, tokens: { inputTokens: 0, outputTokens: 1.5, totalTokens: 1e12 } },
+        // A second or more after the entry's updatedAt: it moves (with the tokens and flags, or alone).
+        { updatedAt: 1_001 },
+        { updatedAt: 5_000, abortedLastRun: true, tokens: { inputTokens: 2 } },
+        // Less than a second after, and before it (another gateway's clock): it stays, and an end that changes
+        // nothing else leaves the entry as it was.
+        { updatedAt: 1_000 },
+        { updatedAt: 0, systemSent: true },
       ];
       const starts = [
         entry(KEY, 1),
@@ -304,12 +311,16 @@ export function describeRunUnitsContract(open: () => SessionStore | Promise<Sess
         recordRunEnd(store, {
           run: run(runId, { sessionKey: KEY, status: "ok", owner: "gw", endedAt: 9 }),
           owner: "gw",
-          entry: { updatedAt: 9 },
+          entry: { updatedAt: 5_000 },
           next: run(next, { sessionKey: KEY, status: "running", owner: "gw", startedAt: 9 }),
         });
       await store.putRun(run("r1", { sessionKey: KEY, status: "running", owner: "gw" }));
       await store.putRun(run("r2", { sessionKey: KEY, status: "queued", owner: "gw" }));
-      expect(await end("r1", "r2")).toMatchObject({ ended: true, nextStarted: true, entry: entry(KEY, 9) });
+      expect(await end("r1", "r2")).toMatchObject({
+        ended: true,
+        nextStarted: true,
+        entry: entry(KEY, 5_000),
+      });
       expect(await store.getRun("r2")).toEqual(
         run("r2", { sessionKey: KEY, status: "running", owner: "gw", startedAt: 9 }),
       );

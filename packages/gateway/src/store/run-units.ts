@@ -14,11 +14,12 @@ import type {
 } from "./types.js";
 
 /**
- * A run's start leaves its session's `updatedAt` alone when it is less than this far behind the start (ms): the
- * starts of a busy session (a backlog, a burst of messages) do not each rewrite its entry. Its runs' ends always set
- * it. The Postgres store's `run_start` (schema 7) does the same.
+ * A run's start or end moves its session's `updatedAt` only when that is a second or more behind the time it gives
+ * (ms): the runs of a busy session (a backlog, a burst of messages) do not each rewrite its entry and every index on
+ * it, and its `updatedAt` is never more than this behind its last run. An end still records the tokens and flags it
+ * brings. The Postgres store's `run_start` (schema 7) and `run_end` (schema 10) do the same.
  */
-export const START_TOUCH_GRAIN_MS = 1000;
+export const TOUCH_GRAIN_MS = 1000;
 
 /**
  * The two units of work of every run, as store operations. A store may do each natively (`recordRunStart`,
@@ -86,7 +87,7 @@ export async function runStartThrough(
   }
   if (prepare !== undefined) await prepare(tx);
   const current = await tx.getEntry(unit.sessionKey);
-  const touch = current !== undefined && current.updatedAt <= unit.now - START_TOUCH_GRAIN_MS;
+  const touch = current !== undefined && current.updatedAt <= unit.now - TOUCH_GRAIN_MS;
   const entry = touch ? { ...current, updatedAt: unit.now } : current;
   if (touch) await tx.putEntry(entry as StoredEntry);
   const preferred = unit.preferredRunId;
@@ -144,7 +145,7 @@ async function runEndThrough(tx: StoreOps, unit: RunEndUnit, store: SessionStore
   if (unit.reply !== undefined) await tx.appendMessage(run.sessionKey, unit.reply);
   const stored = await tx.getEntry(run.sessionKey);
   const entry = stored === undefined ? undefined : applyRunDelta(stored, unit.entry);
-  if (entry !== undefined) await tx.putEntry(entry);
+  if (entry !== undefined && changesEntry(stored as StoredEntry, entry)) await tx.putEntry(entry);
   const delivery = unit.delivery === undefined ? undefined : await tx.enqueueDelivery(unit.delivery);
   // Fenced: a gateway that stalled past its lease finds its run ended by another one, and its end is undone.
   if (!(await tx.endRun(run, unit.owner))) throw new EndedElsewhere();
@@ -155,7 +156,10 @@ async function runEndThrough(tx: StoreOps, unit: RunEndUnit, store: SessionStore
   return { ended: true, delivery, entry, ...(nextStarted === undefined ? {} : { nextStarted }) };
 }
 
-/** The session entry after a run's end (a copy). */
+/**
+ * The session entry after a run's end (a copy): its token counts added, its flags set, and `updatedAt` moved to the
+ * end's time when it is a second or more behind it ({@link TOUCH_GRAIN_MS}).
+ */
 export function applyRunDelta(entry: StoredEntry, delta: EntryRunDelta): StoredEntry {
   const next = { ...entry };
   const { tokens } = delta;
@@ -165,6 +169,21 @@ export function applyRunDelta(entry: StoredEntry, delta: EntryRunDelta): StoredE
   if (delta.systemSent === true) next.systemSent = true;
   if (delta.abortedLastRun === true) next.abortedLastRun = true;
   else if (delta.abortedLastRun === false && next.abortedLastRun !== undefined) next.abortedLastRun = false;
-  next.updatedAt = delta.updatedAt;
+  if (entry.updatedAt <= delta.updatedAt - TOUCH_GRAIN_MS) next.updatedAt = delta.updatedAt;
   return next;
+}
+
+/** The fields a run's end may change ({@link applyRunDelta}). */
+const RUN_DELTA_FIELDS = [
+  "inputTokens",
+  "outputTokens",
+  "totalTokens",
+  "systemSent",
+  "abortedLastRun",
+  "updatedAt",
+] as const satisfies readonly (keyof StoredEntry)[];
+
+/** Whether a run's end changed the entry (`after` from {@link applyRunDelta}): unchanged, it is not written. */
+export function changesEntry(before: StoredEntry, after: StoredEntry): boolean {
+  return RUN_DELTA_FIELDS.some((field) => before[field] !== after[field]);
 }

@@ -251,11 +251,11 @@ export function describeSearchContract(open: () => SessionStore | Promise<Sessio
         run: { ...started.run, status: "ok", endedAt: 8 },
         owner: "gw",
         reply: { role: "assistant", content: "rhubarb pie", ts: 8, runId: "run-1" },
-        entry: { updatedAt: 8 },
+        entry: { updatedAt: 2_000 },
       });
       expect(await search(store, "quince")).toMatchObject({ hits: [{ messages: [{ seq: 1 }] }] });
       expect(await search(store, "rhubarb")).toMatchObject({
-        hits: [{ entry: { key: runKey, updatedAt: 8 }, messages: [{ seq: 2, role: "assistant" }] }],
+        hits: [{ entry: { key: runKey, updatedAt: 2_000 }, messages: [{ seq: 2, role: "assistant" }] }],
       });
       await store.close();
     });

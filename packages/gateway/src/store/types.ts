@@ -278,8 +278,7 @@ export interface RunStartUnit {
   freshRunId: string;
   /**
    * The session entry (if there is one) gets this `updatedAt`, unless it is already less than a second behind it
-   * (`START_TOUCH_GRAIN_MS`): a busy session's starts do not each rewrite its entry (its runs' ends always set
-   * `updatedAt`).
+   * (`TOUCH_GRAIN_MS`): a busy session's starts do not each rewrite its entry (nor do its runs' ends).
    */
   now: number;
   /** The input message, appended to the transcript with the run's id. */
@@ -309,6 +308,7 @@ export type RunStartResult =
 
 /** What the end of a run does to its session entry, if the session has one. */
 export interface EntryRunDelta {
+  /** The end's time: the entry's `updatedAt` unless that is less than a second behind it (`TOUCH_GRAIN_MS`). */
   updatedAt: number;
   /** Added to the entry's token counts (a count absent here is left as it is). */
   tokens?: RunUsage | undefined;
