@@ -90,6 +90,38 @@ describe("group commit on Postgres", () => {
     expect((await store.getRun("r3"))?.status).toBe("running");
   });
 
+  it("a batch carries keys as a unit alone does: a NUL or a lone surrogate in one fails nothing", async () => {
+    const warnings: string[] = [];
+    const logger: Logger = {
+      debug() {},
+      info() {},
+      warn: (message) => void warnings.push(message),
+      error() {},
+      child: () => logger,
+    };
+    store = await stores.open(freshSchema("group_plain"), { logger });
+    const keys = ["agent:main:nul\u0000key", "agent:main:lone\ud800key", "agent:main:plain"];
+    const results = await Promise.allSettled(
+      keys.map((sessionKey, i) =>
+        store.recordRunStart?.(
+          start(i, { sessionKey, idempotencyKey: `plain\u0000${i}`, run: { ...start(i).run, sessionKey } }),
+        ),
+      ),
+    );
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
+    // One batch, not each alone after it failed.
+    expect(warnings).toEqual([]);
+    for (const [i, key] of keys.entries()) {
+      expect(await store.countMessages(key)).toBe(1);
+      expect((await store.getRun(`r${i}`))?.status).toBe("running");
+    }
+    // Started again under the same idempotency key: the run it started, found through the key as stored.
+    const again = await store.recordRunStart?.(
+      start(0, { sessionKey: keys[0] as string, idempotencyKey: "plain\u00000" }),
+    );
+    expect(again).toMatchObject({ created: false, run: { runId: "r0" } });
+  });
+
   it("batches that hold several sessions take them in one order: no deadlock, whatever order units arrive in", async () => {
     const warnings: string[] = [];
     const logger: Logger = {

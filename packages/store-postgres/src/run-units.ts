@@ -266,13 +266,27 @@ const rowsJson = (rows: unknown[][]) =>
   JSON.stringify(
     rows.map((row, ord) => {
       const object: Record<string, unknown> = { ord };
-      // JSON has no NaN or Infinity (they would go as null): as text, Postgres refuses them, as it does alone.
-      for (const [i, value] of row.entries())
-        object[`c${i}`] =
-          typeof value === "number" && !Number.isFinite(value) ? String(value) : (value ?? null);
+      for (const [i, value] of row.entries()) object[`c${i}`] = asJsonValue(value);
       return object;
     }),
   );
+
+const NUL = String.fromCharCode(0);
+/**
+ * A parameter as the batch's JSON carries it, so that Postgres reads what it reads from the parameter alone. JSON
+ * has no NaN or Infinity (they would go as null): as text, Postgres refuses them, as it does alone. A NUL or a lone
+ * surrogate in a plain value (a key), which JSON escapes and Postgres's JSON then refuses, becomes U+FFFD, as the
+ * store's queries and the driver's UTF-8 make it alone.
+ */
+function asJsonValue(value: unknown): unknown {
+  if (typeof value === "number") return Number.isFinite(value) ? value : String(value);
+  if (typeof value !== "string") return value ?? null;
+  const text = (value as WellFormed).isWellFormed() ? value : (value as WellFormed).toWellFormed();
+  return text.includes(NUL) ? text.replaceAll(NUL, "\uFFFD") : text;
+}
+
+/** ES2024's string methods (Node 20 has them; the compiled library is ES2022). */
+type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
 
 /** A unit done by one Postgres function: alone (`one`), or several in one statement (`many`). */
 export interface UnitCalls<U, R> {
