@@ -246,30 +246,19 @@ const singleSql = (s: string, fn: string, params: number) =>
   `SELECT * FROM ${s}.${fn}(${Array.from({ length: params + 1 }, (_, i) => `$${i + 1}`).join(", ")})`;
 
 /**
- * One statement for several units: the function called per row of the parameters, in order. The rows go as one JSON
- * parameter (an array of objects, `c0`… the parameters, `ord` the row's place), read by `json_to_recordset`:
- * `JSON.stringify` escapes in one native pass what a text array per parameter (as the driver builds it) escaped
- * twice per value in JavaScript, the largest part of what the gateway allocated under a backlog.
+ * One statement for several units: the function called per row of the parameters, in order. The rows go as one
+ * jsonb parameter, an array of arrays (each row's parameters in order), each parameter taken out by its place and
+ * cast to its type. `JSON.stringify` escapes in one native pass what a text array per parameter (as the driver builds
+ * it) escaped twice per value in JavaScript, the largest part of what the gateway allocated under a backlog; arrays
+ * rather than objects keyed by column (`json_to_recordset`) halve that again, and Postgres reads them no slower.
  */
-const batchSql = (s: string, fn: string, types: readonly string[]) => {
-  const columns = types.map((_, i) => `c${i}`);
-  // A jsonb parameter is a JSON text like the others: read as text, then cast (a jsonb column would take the string).
-  const read = (type: string) => (type === "jsonb" ? "text" : type);
-  return `SELECT r.* FROM json_to_recordset($2::json)
-      AS u(${types.map((type, i) => `${columns[i]} ${read(type)}`).join(", ")}, ord int)
-    CROSS JOIN LATERAL ${s}.${fn}($1, ${columns.map((column, i) => `u.${column}${types[i] === "jsonb" ? "::jsonb" : ""}`).join(", ")}) r
+const batchSql = (s: string, fn: string, types: readonly string[]) =>
+  `SELECT r.* FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS u(params, ord)
+    CROSS JOIN LATERAL ${s}.${fn}($1, ${types.map((type, i) => `(u.params->>${i})::${type}`).join(", ")}) r
     ORDER BY u.ord`;
-};
 
 /** The parameters of several units as the JSON text `batchSql` reads. */
-const rowsJson = (rows: unknown[][]) =>
-  JSON.stringify(
-    rows.map((row, ord) => {
-      const object: Record<string, unknown> = { ord };
-      for (const [i, value] of row.entries()) object[`c${i}`] = asJsonValue(value);
-      return object;
-    }),
-  );
+const rowsJson = (rows: unknown[][]) => JSON.stringify(rows.map((row) => row.map(asJsonValue)));
 
 const NUL = String.fromCharCode(0);
 /**
